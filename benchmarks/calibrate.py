@@ -1,0 +1,169 @@
+"""Calibration report: the engine against public measurements.
+
+1. Single-stream decode (llama-bench tg128 rows): fits, per platform, the share of
+   datasheet bandwidth a decode step achieves and a fixed per-step overhead
+   (1/tps = weight_bytes / (efficiency x bandwidth) + overhead), then reports the
+   error of the engine's prediction with the catalog's constants.
+2. Prompt processing (pp512 rows): the model-FLOPs utilization where the device
+   has a FLOPS figure in the catalog.
+3. KV-cache size (vLLM startup logs): predicted KV tokens against logged ones.
+
+Run: ``python benchmarks/calibrate.py`` (or ``make bench``). Prints medians and the
+share of points inside the published error band.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from catalog.loader import Catalog, load_catalog
+from engine.bands import error_band
+from engine.capacity import estimate
+from engine.ceilings import StepModel
+from engine.units import GIB
+from generator import resolve
+
+DATA = Path(__file__).resolve().parent / "data"
+PLATFORMS = ("nvidia", "amd", "apple", "cpu")
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _hardware() -> dict[tuple[str, str], dict[str, str]]:
+    return {(r["hardware"], r["backend"]): r for r in _rows("hardware.csv")}
+
+
+def decode_points() -> list[dict[str, float | str]]:
+    """tg128 rows joined with their device bandwidth."""
+    hw = _hardware()
+    out: list[dict[str, float | str]] = []
+    for r in _rows("llama_bench.csv"):
+        h = hw.get((r["hardware"], r["backend"]))
+        if r["test"] != "tg128" or not h or not h["bandwidth_gb_s"] or not r["model_size_gib"]:
+            continue
+        platform = "cpu" if r["backend"] == "CPU" else h["platform"]
+        if platform not in PLATFORMS:
+            continue
+        out.append({
+            "hardware": r["hardware"], "backend": r["backend"], "platform": platform,
+            "size_bytes": float(r["model_size_gib"]) * GIB,
+            "params": float(r["model_params_b"]) * 1e9,
+            "bandwidth": float(h["bandwidth_gb_s"]) * 1e9,
+            "tps": float(r["tokens_per_s"]),
+        })
+    return out
+
+
+def fit(points: list[dict[str, float | str]]) -> dict[str, tuple[float, float, int]]:
+    """Per platform: (efficiency, overhead_s, n) from least squares on 1/tps."""
+    fits = {}
+    for platform in PLATFORMS:
+        pts = [p for p in points if p["platform"] == platform]
+        if len(pts) < 3:
+            continue
+        x = np.array([float(p["size_bytes"]) / float(p["bandwidth"]) for p in pts])
+        y = np.array([1.0 / float(p["tps"]) for p in pts])
+        slope, intercept = np.polyfit(x, y, 1)
+        if intercept < 0:  # a negative overhead is not physical: refit through the origin
+            slope, intercept = float(np.dot(x, y) / np.dot(x, x)), 0.0
+        fits[platform] = (1.0 / float(slope), float(intercept), len(pts))
+    return fits
+
+
+def predict_tps(cat: Catalog, p: dict[str, float | str]) -> float:
+    """The engine's single-stream decode speed for one llama-bench row."""
+    c = resolve.constants(cat)
+    platform = str(p["platform"])
+    step = StepModel(
+        weights_bytes=int(p["size_bytes"]), total_params=int(p["params"]),
+        active_params=int(p["params"]), experts=None, kv_bytes_per_token=0.0,
+        bandwidth_bytes_per_s=c.bandwidth_efficiency[platform] * float(p["bandwidth"]),
+        overhead_s=c.step_overhead_s[platform], compute_per_seq_s=0.0,
+    )
+    return 1.0 / step.step_time_s(1, 0)
+
+
+def band_pct(p: dict[str, float | str]) -> int:
+    """The published band for a 7B dense model on this kind of device."""
+    kind = {"cpu": "system", "apple": "unified"}.get(str(p["platform"]), "discrete")
+    if p["backend"] in ("ROCm", "Vulkan") and "iGPU" in str(p["hardware"]):
+        kind = "unified"
+    return error_band(kind, int(p["params"]), 1, False, False, True, True, 100).pct
+
+
+def decode_report(cat: Catalog) -> None:
+    """Fit and error of single-stream decode speed."""
+    points = decode_points()
+    print(f"decode: {len(points)} tg128 rows with a known bandwidth")
+    for platform, (eff, over, n) in fit(points).items():
+        print(f"  fit {platform:<6} efficiency {eff:.3f}  overhead {over * 1e3:.2f} ms  (n={n})")
+    errors, inside = [], 0
+    for p in points:
+        err = predict_tps(cat, p) / float(p["tps"]) - 1
+        errors.append(abs(err))
+        inside += abs(err) * 100 <= band_pct(p)
+    print(f"  catalog constants: median |error| {statistics.median(errors) * 100:.1f} %, "
+          f"inside band {inside}/{len(points)} = {inside / len(points) * 100:.0f} %")
+
+
+# vLLM log rows that match catalog entries: model string -> (model id, quant id).
+VLLM_MODELS = {
+    "Llama-3.1-8B-Instruct": ("llama-3.1-8b", "bf16"),
+    "Llama-3.3-70B-Instruct (FP8-dynamic weights)": ("llama-3.3-70b", "fp8"),
+    "Qwen2.5-7B-Instruct": ("qwen2.5-7b", "bf16"),
+    "Qwen3-14B": ("qwen3-14b", "bf16"),
+    "Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b", "fp8"),
+    "Meta-Llama-3.1-405B-Instruct-FP8": ("llama-3.1-405b", "fp8"),
+    "DeepSeek-R1-Distill-Qwen-14B": ("qwen2.5-14b", "bf16"),
+}
+VLLM_GPUS = {"H100 80GB HBM3": "h100-sxm", "H100": "h100-sxm", "A100 40GB": "a100-40gb-sxm",
+             "RTX 3090": "rtx-3090", "RTX 4090": "rtx-4090"}
+
+
+def kv_report(cat: Catalog) -> None:
+    """Predicted against logged vLLM KV-cache tokens."""
+    errors, inside, shown = [], 0, []
+    for r in _rows("vllm_kv_cache.csv"):
+        model = VLLM_MODELS.get(r["model"])
+        gpu = VLLM_GPUS.get(r["gpu"])
+        if not model or not gpu or not r["kv_cache_tokens"] or model[0] not in cat.models:
+            continue
+        count = int(r["gpu_count"])
+        device = resolve.device_from_gpu(cat.gpus[gpu], count, "nvlink" if count > 1 else None)
+        runtime = resolve.runtime_profile(cat.runtimes["vllm"])
+        runtime = replace(runtime, gpu_memory_utilization=float(r["gpu_memory_utilization"]))
+        kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
+        res = estimate(device, runtime, resolve.weight_format(cat.quants[model[1]]),
+                       resolve.constants(cat), 2048, resolve.kv_bytes(cat.kv_dtypes[kv]),
+                       arch=cat.archs[model[0]])
+        logged = int(r["kv_cache_tokens"])
+        predicted = res.kv_capacity_tokens
+        err = predicted / logged - 1
+        errors.append(abs(err))
+        inside += abs(err) * 100 <= res.error_band_pct
+        shown.append(f"  {count}x {gpu:<14} {model[0]:<16} kv {kv:<4} logged {logged:>9,} "
+                     f"predicted {predicted:>9,} ({err * 100:+.1f} %, band ±{res.error_band_pct})")
+    print(f"KV tokens: {len(errors)} vLLM logs matching catalog entries")
+    print("\n".join(shown))
+    if errors:
+        print(f"  median |error| {statistics.median(errors) * 100:.1f} %, "
+              f"inside band {inside}/{len(errors)}")
+
+
+def main() -> None:
+    """Print the calibration report."""
+    cat = load_catalog()
+    decode_report(cat)
+    kv_report(cat)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""Pydantic schema for the catalog: one YAML file per entity, filename = id.
+
+Every numeric fact carries a source: each entity has a ``sources`` mapping from
+field name to a URL or document, and validation fails if a numeric field that is
+set has no entry there. Units are SI base units and are named in the field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+# Ids become URL path segments and file names: lower case, no slashes, no dots
+# at the start, bounded length. Runtime ids may contain a dot (``llama.cpp``).
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
+EntityId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+
+# Display names: printable, bounded, no control characters.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+Name = Annotated[str, StringConstraints(min_length=1, max_length=120)]
+Source = Annotated[str, StringConstraints(min_length=4, max_length=500)]
+
+TIB = 1024**4
+
+# Sanity bounds: generous enough for any real part, tight enough to catch a
+# unit slip (GB/s typed as B/s, or bytes typed as GB).
+MAX_MEMORY_BYTES = 16 * TIB
+MAX_BANDWIDTH_BYTES_PER_S = 100 * 10**12
+MAX_FLOPS_PER_S = 100 * 10**15
+
+
+class Entity(BaseModel):
+    """Common base: strict keys, frozen, a source for every numeric field."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: EntityId = Field(description="Stable identifier; equals the YAML file name.")
+    name: Name = Field(description="Human-readable name shown on pages.")
+    sources: dict[str, Source] = Field(
+        default_factory=dict,
+        description="Field name -> URL or document that states the value.",
+    )
+    notes: str | None = Field(default=None, max_length=2000, description="Free-text caveats.")
+
+    @model_validator(mode="after")
+    def _names_are_clean(self) -> Entity:
+        for field in ("id", "name"):
+            if _CONTROL.search(getattr(self, field)):
+                raise ValueError(f"{field}: control characters are not allowed")
+        if ".." in self.id:
+            raise ValueError("id: '..' is not allowed in an id")
+        return self
+
+    @model_validator(mode="after")
+    def _numbers_have_sources(self) -> Entity:
+        for name, value in self:
+            if name in ("sources", "id") or value is None or isinstance(value, bool):
+                continue
+            if isinstance(value, int | float) and name not in self.sources:
+                raise ValueError(f"{name}: numeric fact has no entry in 'sources'")
+        for key in self.sources:
+            if key not in type(self).model_fields and key not in self._extra_source_keys():
+                raise ValueError(f"sources: '{key}' names no field of this entry")
+        return self
+
+    def _extra_source_keys(self) -> frozenset[str]:
+        return frozenset()
+
+
+class Gpu(Entity):
+    """One accelerator, Apple SoC or CPU host, as a single memory pool."""
+
+    vendor: Literal["nvidia", "amd", "apple", "intel"] = Field(description="Chip vendor.")
+    memory_kind: Literal["discrete", "unified", "system"] = Field(
+        description="discrete: dedicated VRAM; unified: shared SoC memory; system: CPU RAM."
+    )
+    memory_bytes: int = Field(gt=0, le=MAX_MEMORY_BYTES, description="Installed memory [bytes].")
+    bandwidth_bytes_per_s: int = Field(
+        gt=0, le=MAX_BANDWIDTH_BYTES_PER_S, description="Peak memory bandwidth [bytes/s]."
+    )
+    bf16_flops_per_s: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_FLOPS_PER_S,
+        description="Dense (no sparsity) BF16/FP16 tensor throughput [FLOP/s].",
+    )
+    fp8_flops_per_s: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_FLOPS_PER_S,
+        description="Dense (no sparsity) FP8 tensor throughput [FLOP/s], if the chip has FP8.",
+    )
+    usable_memory_fraction: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="Share of memory_bytes a model may use (unified and system memory only).",
+    )
+
+    @model_validator(mode="after")
+    def _fraction_matches_kind(self) -> Gpu:
+        if self.memory_kind == "discrete" and self.usable_memory_fraction is not None:
+            raise ValueError("usable_memory_fraction: only unified or system memory has one")
+        if self.memory_kind != "discrete" and self.usable_memory_fraction is None:
+            raise ValueError(f"usable_memory_fraction: required for {self.memory_kind} memory")
+        return self
+
+
+class Rig(Entity):
+    """Several identical GPUs serving one model with tensor parallelism."""
+
+    gpu: EntityId = Field(description="Id of the GPU the rig is built from.")
+    count: int = Field(ge=2, le=64, description="Number of GPUs (tensor-parallel degree).")
+    interconnect: Literal["pcie", "nvlink", "infinity-fabric"] = Field(
+        description="GPU-to-GPU link used for the all-reduce."
+    )
+    interconnect_bandwidth_bytes_per_s: int = Field(
+        gt=0,
+        le=MAX_BANDWIDTH_BYTES_PER_S,
+        description="Per-GPU unidirectional link bandwidth [bytes/s].",
+    )
+
+
+class Quant(Entity):
+    """A weight format, costed at its effective bits per weight."""
+
+    format: Literal["gguf", "float", "awq", "gptq", "fp8", "mxfp4"] = Field(
+        description="Family of the format."
+    )
+    bits_per_weight: float = Field(
+        gt=0, le=32, description="Effective storage cost including scales and minimums [bits]."
+    )
+    embedding_bits_per_weight: float | None = Field(
+        default=None,
+        gt=0,
+        le=32,
+        description=(
+            "Bits the token embedding and output head are stored at when the format "
+            "leaves them unquantized (AWQ, GPTQ, FP8 checkpoints); unset = bits_per_weight."
+        ),
+    )
+    runtimes: tuple[EntityId, ...] = Field(
+        min_length=1, description="Runtime ids that serve this format."
+    )
+
+
+class KvDtype(Entity):
+    """A KV-cache element type. ``auto`` means the model's activation dtype."""
+
+    bytes_per_element: float | None = Field(
+        default=None,
+        gt=0,
+        le=4,
+        description="Storage per cached element including block scales [bytes]; None for auto.",
+    )
+    runtimes: tuple[EntityId, ...] = Field(min_length=1, description="Runtimes that offer it.")
+
+
+class Runtime(Entity):
+    """How a serving framework carves device memory into weights, overhead and KV."""
+
+    style: Literal["fixed-overhead", "memory-utilization"] = Field(
+        description=(
+            "fixed-overhead: KV budget = usable memory - weights - framework overhead "
+            "(llama.cpp style); memory-utilization: budget = utilization x memory - weights "
+            "- activation peak - non-torch memory (vLLM style)."
+        )
+    )
+    multi_gpu: Literal["tensor-parallel", "layer-split"] = Field(
+        default="layer-split",
+        description=(
+            "How several GPUs share a model: tensor-parallel (every GPU works on every "
+            "layer: bandwidth adds up) or layer-split (layers in sequence: memory adds up, "
+            "one stream still runs at one GPU's bandwidth)."
+        ),
+    )
+    memory_kinds: tuple[Literal["discrete", "unified", "system"], ...] = Field(
+        default=("discrete", "unified", "system"),
+        description="Memory kinds (device classes) the runtime serves on.",
+    )
+    framework_overhead_bytes: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MEMORY_BYTES,
+        description="Fixed overhead: CUDA context, compute buffers [bytes] (fixed-overhead).",
+    )
+    gpu_memory_utilization: float | None = Field(
+        default=None, gt=0, le=1, description="Default share of device memory the server claims."
+    )
+    non_torch_bytes: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MEMORY_BYTES,
+        description="Memory outside the framework allocator: NCCL, cuBLAS workspaces [bytes].",
+    )
+    max_num_batched_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="Tokens in the profiling batch that sets the activation peak.",
+    )
+    large_gpu_memory_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_MEMORY_BYTES,
+        description="GPUs with at least this much memory get the larger default token budget.",
+    )
+    large_gpu_max_num_batched_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="Profiling-batch tokens on GPUs at or above large_gpu_memory_bytes.",
+    )
+    activation_bytes_per_batched_token: float | None = Field(
+        default=None,
+        gt=0,
+        description="Profiled activation peak per token of the profiling batch [bytes].",
+    )
+    tp_extra_bytes_per_gpu: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MEMORY_BYTES,
+        description="Extra per-GPU memory under tensor parallelism: all-reduce buffers [bytes].",
+    )
+
+    @model_validator(mode="after")
+    def _style_fields(self) -> Runtime:
+        need = {
+            "fixed-overhead": ("framework_overhead_bytes",),
+            "memory-utilization": (
+                "gpu_memory_utilization",
+                "non_torch_bytes",
+                "max_num_batched_tokens",
+                "activation_bytes_per_batched_token",
+            ),
+        }[self.style]
+        for field in need:
+            if getattr(self, field) is None:
+                raise ValueError(f"{field}: required for runtime style '{self.style}'")
+        return self
+
+
+class Model(Entity):
+    """An open-weight model; its architecture is parsed from the verbatim ``config``."""
+
+    hf_repo: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")] = Field(
+        description="Hugging Face repository id the config.json comes from."
+    )
+    family: Name = Field(description="Model family shown on hub pages, e.g. 'Llama 3.1'.")
+    published_params: int | None = Field(
+        default=None, gt=0, description="Total parameter count as published [parameters]."
+    )
+    published_active_params: int | None = Field(
+        default=None, gt=0, description="Active parameters per token as published (MoE)."
+    )
+    config: dict[str, Any] = Field(
+        description="The model's config.json (verbatim, or the architecture keys of it)."
+    )
+
+    def _extra_source_keys(self) -> frozenset[str]:
+        return frozenset({"config"})
+
+    @model_validator(mode="after")
+    def _config_is_sourced(self) -> Model:
+        if "config" not in self.sources:
+            raise ValueError("sources: 'config' (the config.json URL) is required")
+        if (
+            self.published_params is not None
+            and self.published_active_params is not None
+            and self.published_active_params > self.published_params
+        ):
+            raise ValueError("published_active_params: more active than total parameters")
+        return self
+
+
+class Calibration(BaseModel):
+    """One calibration constant with its value, unit, meaning and source."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float = Field(description="The constant's value.")
+    unit: str = Field(max_length=40, description="Unit of value.")
+    meaning: str = Field(max_length=500, description="What the constant does in the engine.")
+    source: Source = Field(description="Where the value comes from.")
+
+
+class Settings(BaseModel):
+    """Sweep-wide settings with documented defaults (``catalog/settings.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    contexts: tuple[Annotated[int, Field(gt=0, le=10_485_760)], ...] = Field(
+        default=(2048, 4096, 8192, 16384, 32768, 131072),
+        min_length=1,
+        description="Context lengths swept [tokens]; each is capped at the model's maximum.",
+    )
+    default_kv_dtype: EntityId = Field(
+        default="auto", description="KV-cache dtype used when none is asked for."
+    )

@@ -1,0 +1,104 @@
+"""The error band: one explicit rule, widest where the math is least sure.
+
+Start at ±20 % (a mainstream discrete GPU serving a 7-34B dense model, the case
+the calibration data covers best), add a fixed widening for each way a config
+departs from it, and cap at ±50 % (a model that barely fits, or CPU inference).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BASE_PCT = 20
+MAX_PCT = 50
+
+# Each term: (percentage points, reason). The methodology page prints this table.
+WIDENINGS: dict[str, tuple[int, str]] = {
+    "cpu": (30, "CPU inference: system-memory bandwidth and compute vary with the host"),
+    "unified": (10, "unified memory: the GPU shares bandwidth with the CPU"),
+    "small": (5, "under 7B: fixed per-step overhead weighs more than weight reads"),
+    "large": (5, "over 34B: fewer public measurements to calibrate against"),
+    "multi_gpu": (5, "multi-GPU: interconnect and all-reduce costs are modeled coarsely"),
+    "moe": (5, "mixture-of-experts: expert routing assumed uniform"),
+    "heuristic": (10, "KV cost from the 0.017 MiB/B heuristic, architecture unknown"),
+    "no_bandwidth": (10, "no bandwidth figure: decode ceiling not computed"),
+    "no_flops": (10, "no FLOPS figure: prefill and compute ceiling not modeled"),
+    "tight": (20, "barely fits: fewer than 4 slots, small errors flip the verdict"),
+    "snug": (10, "few slots: fewer than 16, rounding of the slot count matters"),
+}
+
+SMALL_PARAMS = 7_000_000_000
+LARGE_PARAMS = 34_000_000_000
+TIGHT_SLOTS = 4
+SNUG_SLOTS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A symmetric error band with the reasons that set its width."""
+
+    pct: int
+    reason: str
+
+
+def error_band(
+    memory_kind: str,
+    total_params: int,
+    gpu_count: int,
+    is_moe: bool,
+    heuristic_kv: bool,
+    has_flops: bool,
+    has_bandwidth: bool,
+    slots: int,
+) -> Band:
+    """Apply the band rule to one config.
+
+    Parameters
+    ----------
+    memory_kind : str
+        ``discrete``, ``unified`` or ``system``.
+    total_params : int
+        Model size [parameters].
+    gpu_count : int
+        GPUs in the rig.
+    is_moe, heuristic_kv, has_flops, has_bandwidth : bool
+        Properties of the model and device.
+    slots : int
+        Concurrent requests the KV cache holds.
+
+    Returns
+    -------
+    Band
+        Width in percent (20 to 50) and the reasons, largest first.
+
+    Examples
+    --------
+    >>> error_band("discrete", 8_000_000_000, 1, False, False, True, True, 40)
+    Band(pct=20, reason='±20 %: mainstream discrete GPU, 7-34B model')
+    """
+    keys = [
+        key
+        for key, hit in (
+            ("cpu", memory_kind == "system"),
+            ("unified", memory_kind == "unified"),
+            ("small", total_params < SMALL_PARAMS),
+            ("large", total_params > LARGE_PARAMS),
+            ("multi_gpu", gpu_count > 1),
+            ("moe", is_moe),
+            ("heuristic", heuristic_kv),
+            ("no_bandwidth", not has_bandwidth),
+            ("no_flops", not has_flops),
+            ("tight", 0 < slots < TIGHT_SLOTS),
+            ("snug", TIGHT_SLOTS <= slots < SNUG_SLOTS),
+        )
+        if hit
+    ]
+    pct = min(MAX_PCT, BASE_PCT + sum(WIDENINGS[k][0] for k in keys))
+    if not keys:
+        return Band(pct, f"±{pct} %: mainstream discrete GPU, 7-34B model")
+    ordered = sorted(keys, key=lambda k: -WIDENINGS[k][0])
+    terms = "; ".join(f"+{WIDENINGS[k][0]} {WIDENINGS[k][1]}" for k in ordered)
+    capped = (
+        f" (capped at {MAX_PCT})" if BASE_PCT + sum(WIDENINGS[k][0] for k in keys) > MAX_PCT else ""
+    )
+    return Band(pct, f"±{pct} %{capped}: base {BASE_PCT}; {terms}")

@@ -1,0 +1,106 @@
+"""The two ceilings: KV slots, and decode speed bounded by memory bandwidth.
+
+A decode step reads the active weights once for the whole batch plus every
+stream's KV cache, so its time is ``bytes / (efficiency x bandwidth)`` plus a
+fixed per-step overhead, unless the batch's FLOPs take longer (compute bound).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.arch import Experts
+
+
+@dataclass(frozen=True, slots=True)
+class StepModel:
+    """Time of one decode step as a function of batch size and cached tokens.
+
+    ``weight_bytes_at(b)`` bytes are read for the weights of a batch of b streams
+    (more than the active set for MoE, whose streams route to different experts).
+    """
+
+    weights_bytes: int
+    total_params: int
+    active_params: int
+    experts: Experts | None
+    kv_bytes_per_token: float
+    bandwidth_bytes_per_s: float
+    overhead_s: float
+    compute_per_seq_s: float
+
+    def weight_bytes_at(self, batch: int) -> float:
+        """Weight bytes one step reads for ``batch`` streams [bytes]."""
+        per_param = self.weights_bytes / self.total_params
+        return read_params(self.active_params, self.experts, batch) * per_param
+
+    def memory_time_s(self, batch: int, kv_tokens: float) -> float:
+        """Bandwidth-bound step time [s]."""
+        moved = self.weight_bytes_at(batch) + kv_tokens * self.kv_bytes_per_token
+        return moved / self.bandwidth_bytes_per_s + self.overhead_s
+
+    def step_time_s(self, batch: int, kv_tokens: float) -> float:
+        """Step time: the slower of the memory and compute bounds [s]."""
+        return max(self.memory_time_s(batch, kv_tokens), batch * self.compute_per_seq_s)
+
+
+def distinct_experts(experts: Experts, batch: int) -> float:
+    """Expected experts a layer reads for ``batch`` tokens routed independently.
+
+    With ``k`` of ``n`` experts chosen per token and uniform routing, an expert is
+    untouched by one token with probability ``1 - k/n``, so the expected number
+    read is ``n (1 - (1 - k/n)^batch)``: ``k`` for one token, ``n`` in the limit.
+    """
+    if batch <= 0:
+        return 0.0
+    n, k = experts.num_experts, experts.experts_per_token
+    return n * (1.0 - (1.0 - k / n) ** batch)
+
+
+def read_params(active_params: int, experts: Experts | None, batch: int) -> float:
+    """Parameters one decode step reads for ``batch`` streams [parameters]."""
+    if experts is None or batch <= 1:
+        return float(active_params)
+    extra = distinct_experts(experts, batch) - experts.experts_per_token
+    return active_params + experts.moe_layers * extra * experts.expert_params
+
+
+def bandwidth_concurrency(
+    step: StepModel,
+    kv_tokens_per_stream: float,
+    min_stream_tokens_per_s: float,
+    limit: int = 1 << 20,
+) -> int:
+    """Largest batch whose every stream still decodes at the minimum rate.
+
+    Step time never falls as the batch grows, so a binary search finds the edge.
+    Returns 0 when even one stream is slower than the minimum.
+    """
+    budget = 1.0 / min_stream_tokens_per_s
+
+    def ok(b: int) -> bool:
+        return step.step_time_s(b, b * kv_tokens_per_stream) <= budget
+
+    if not ok(1):
+        return 0
+    lo, hi = 1, 2
+    while hi < limit and ok(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit)
+    if ok(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
+def binding_ceiling(
+    slots: int, bw_concurrency: int, step: StepModel, kv_tokens_per_stream: float
+) -> str:
+    """Which ceiling stops the batch: ``kv``, ``bandwidth`` or ``compute``."""
+    if slots <= bw_concurrency:
+        return "kv"
+    b = bw_concurrency + 1
+    compute = b * step.compute_per_seq_s
+    return "compute" if compute >= step.memory_time_s(b, b * kv_tokens_per_stream) else "bandwidth"

@@ -1,0 +1,65 @@
+"""Plain input records for the capacity engine (built by the catalog layer)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+MemoryKind = Literal["discrete", "unified", "system"]
+Platform = Literal["nvidia", "amd", "apple", "cpu"]
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One GPU, SoC or CPU host, or ``count`` identical GPUs working as one rig."""
+
+    name: str
+    memory_kind: MemoryKind
+    platform: Platform
+    memory_bytes: int
+    bandwidth_bytes_per_s: int | None
+    bf16_flops_per_s: int | None = None
+    fp8_flops_per_s: int | None = None
+    usable_memory_fraction: float | None = None
+    count: int = 1
+    interconnect: Literal["pcie", "nvlink", "infinity-fabric"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """How the serving framework splits memory and spreads a model over GPUs."""
+
+    name: str
+    style: Literal["fixed-overhead", "memory-utilization"]
+    multi_gpu: Literal["tensor-parallel", "layer-split"]
+    framework_overhead_bytes: int = 0
+    gpu_memory_utilization: float = 1.0
+    non_torch_bytes: int = 0
+    max_num_batched_tokens: int = 0
+    large_gpu_memory_bytes: int = 0
+    large_gpu_max_num_batched_tokens: int = 0
+    activation_bytes_per_batched_token: float = 0.0
+    tp_extra_bytes_per_gpu: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WeightFormat:
+    """A quantization as the engine costs it."""
+
+    name: str
+    bits_per_weight: float
+    embedding_bits: float | None = None
+    fp8_compute: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Constants:
+    """Calibration constants; each one's value and source live in catalog/calibration.yaml."""
+
+    kv_heuristic_mib_per_billion: float
+    bandwidth_efficiency: dict[str, float]
+    step_overhead_s: dict[str, float]
+    allreduce_latency_s: dict[str, float]
+    prefill_compute_efficiency: float
+    decode_compute_efficiency: float
+    min_stream_tokens_per_s: float

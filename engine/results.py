@@ -1,0 +1,45 @@
+"""Flat result records the engine returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+KvBasis = Literal["exact", "heuristic"]
+Ceiling = Literal["kv", "bandwidth", "compute"]
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityResult:
+    """Everything the capacity engine says about one device x model x quant x context.
+
+    Bytes are bytes, times are seconds, rates are per second.
+    """
+
+    fits: bool
+    slots: int
+    memory_bytes: int
+    usable_memory_bytes: int
+    weights_bytes: int
+    overhead_bytes: int
+    kv_budget_bytes: int
+    kv_bytes_per_token: int
+    kv_bytes_per_request: int
+    kv_capacity_tokens: int
+    kv_basis: KvBasis
+    context_tokens: int
+    total_params: int
+    active_params: int
+    # Decode step model: one step of a batch of b streams holding k KV tokens in
+    # total takes max(step_fixed_s + k * step_per_kv_token_s, b * step_compute_per_seq_s).
+    # Fields below are None when the device has no bandwidth (or FLOPS) figure.
+    step_fixed_s: float | None
+    step_per_kv_token_s: float | None
+    step_compute_per_seq_s: float | None
+    decode_tokens_per_s: float | None
+    prefill_tokens_per_s: float | None
+    bandwidth_concurrency: int | None
+    effective_concurrency: int
+    binding_ceiling: Ceiling | None
+    error_band_pct: int
+    error_band_reason: str

@@ -1,0 +1,205 @@
+"""Plain functions behind ``backpressure estimate`` and ``backpressure catalog``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from catalog.errors import safe_repr
+from catalog.hf_config import ConfigError, parse_config
+from catalog.loader import Catalog
+from engine.arch import ModelArch
+from engine.capacity import estimate
+from engine.inputs import Device, Runtime
+from engine.results import CapacityResult
+from engine.units import GB, GIB
+from generator import resolve
+
+
+class UserError(Exception):
+    """A bad request from the user; the message is one clear line."""
+
+
+@dataclass(frozen=True, slots=True)
+class AdHocDevice:
+    """A device described on the command line instead of by catalog id."""
+
+    vram_gb: float
+    bandwidth_gbps: float | None
+    tflops: float | None
+    memory_kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateArgs:
+    """Everything ``estimate`` was asked, already parsed by click."""
+
+    gpu: str | None
+    adhoc: AdHocDevice | None
+    model: str | None
+    model_config: Path | None
+    params_b: float | None
+    quant: str
+    context: int
+    gpus: int
+    runtime: str | None
+    gpu_memory_utilization: float | None
+    kv_dtype: str
+    overhead_gb: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A capacity result with the names of what was costed."""
+
+    device: str
+    model: str
+    quant: str
+    bits_per_weight: float
+    runtime: str
+    kv_dtype: str
+    result: CapacityResult
+
+
+def _usable_fraction_default(cat: Catalog, kind: str) -> float | None:
+    """Median usable share of the catalog's devices of this memory kind."""
+    shares = sorted(
+        g.usable_memory_fraction
+        for g in cat.gpus.values()
+        if g.memory_kind == kind and g.usable_memory_fraction is not None
+    )
+    return shares[len(shares) // 2] if shares else None
+
+
+def _device(cat: Catalog, args: EstimateArgs) -> Device:
+    if args.adhoc is None:
+        dev = resolve.device_for(cat, args.gpu or "")
+        if args.gpus > 1 and dev.count == 1:
+            base = cat.gpus[args.gpu or ""]
+            return resolve.device_from_gpu(base, args.gpus, "pcie")
+        return dev
+    a = args.adhoc
+    fraction = None if a.memory_kind == "discrete" else _usable_fraction_default(cat, a.memory_kind)
+    return Device(
+        name=f"{a.vram_gb:g} GB {a.memory_kind} device",
+        memory_kind=a.memory_kind,  # type: ignore[arg-type]
+        platform="cpu"
+        if a.memory_kind == "system"
+        else ("apple" if a.memory_kind == "unified" else "nvidia"),
+        memory_bytes=round(a.vram_gb * GIB),
+        bandwidth_bytes_per_s=round(a.bandwidth_gbps * GB) if a.bandwidth_gbps else None,
+        bf16_flops_per_s=round(a.tflops * 1e12) if a.tflops else None,
+        usable_memory_fraction=fraction,
+        count=args.gpus,
+        interconnect="pcie" if args.gpus > 1 else None,
+    )
+
+
+def _model(cat: Catalog, args: EstimateArgs) -> tuple[str, ModelArch | None, int | None]:
+    if args.model_config is not None:
+        try:
+            cfg = json.loads(args.model_config.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UserError(f"{args.model_config}: cannot read config.json: {exc}") from exc
+        if not isinstance(cfg, dict):
+            raise UserError(f"{args.model_config}: config.json must be a JSON object")
+        try:
+            arch = parse_config(cfg)
+        except ConfigError as exc:
+            raise UserError(f"{args.model_config}: {exc}") from exc
+        return arch.name, arch, None
+    if args.model is not None:
+        mid, arch = resolve.model_arch(cat, args.model)
+        return mid, arch, None
+    assert args.params_b is not None
+    return f"{args.params_b:g}B (parameter count only)", None, round(args.params_b * 1e9)
+
+
+def _runtime(cat: Catalog, args: EstimateArgs, device: Device) -> tuple[str, Runtime]:
+    quant = resolve.lookup(cat.quants, "quant", args.quant)
+    rt_id = args.runtime or resolve.default_runtime(cat, quant)
+    entry = resolve.lookup(cat.runtimes, "runtime", rt_id)
+    resolve.check_combo(cat, quant.id, rt_id, args.kv_dtype, device.memory_kind)
+    profile = resolve.runtime_profile(entry)
+    if args.overhead_gb is not None:
+        if profile.style != "fixed-overhead":
+            raise UserError(
+                f"--overhead-gb: runtime {rt_id} sets its overhead by profiling; "
+                "use --gpu-memory-utilization"
+            )
+        profile = _replace(profile, framework_overhead_bytes=round(args.overhead_gb * GIB))
+    if args.gpu_memory_utilization is not None:
+        if profile.style != "memory-utilization":
+            raise UserError(
+                f"--gpu-memory-utilization: runtime {rt_id} has a fixed overhead; use --overhead-gb"
+            )
+        profile = _replace(profile, gpu_memory_utilization=args.gpu_memory_utilization)
+    return rt_id, profile
+
+
+def _replace(profile: Runtime, **changes: Any) -> Runtime:
+    return Runtime(**{**asdict(profile), **changes})
+
+
+def run_estimate(cat: Catalog, args: EstimateArgs) -> Estimate:
+    """Resolve the request against the catalog and cost it."""
+    device = _device(cat, args)
+    name, arch, params = _model(cat, args)
+    if arch is not None and args.context > arch.max_context:
+        raise UserError(
+            f"--context: {args.context} tokens exceeds {safe_repr(name)}'s maximum "
+            f"of {arch.max_context}"
+        )
+    rt_id, profile = _runtime(cat, args, device)
+    quant = cat.quants[args.quant]
+    kv = resolve.lookup(cat.kv_dtypes, "KV dtype", args.kv_dtype)
+    result = estimate(
+        device,
+        profile,
+        resolve.weight_format(quant),
+        resolve.constants(cat),
+        args.context,
+        resolve.kv_bytes(kv),
+        arch=arch,
+        params=params,
+    )
+    return Estimate(device.name, name, quant.id, quant.bits_per_weight, rt_id, kv.id, result)
+
+
+def estimate_json(est: Estimate) -> dict[str, Any]:
+    """The ``--json`` object: every result field plus what was costed."""
+    return {
+        "device": est.device,
+        "model": est.model,
+        "quant": est.quant,
+        "runtime": est.runtime,
+        "kv_dtype": est.kv_dtype,
+        **asdict(est.result),
+    }
+
+
+def catalog_json(cat: Catalog) -> dict[str, Any]:
+    """``catalog --json``: lists of GPUs (and rigs), models, quants, runtimes."""
+
+    def dump(table: dict[str, Any]) -> list[dict[str, Any]]:
+        return [e.model_dump(mode="json", exclude={"config"}) for e in table.values()]
+
+    models = [
+        {
+            **m.model_dump(mode="json", exclude={"config"}),
+            "total_params": cat.archs[mid].total_params,
+            "active_params": cat.archs[mid].active_params,
+            "max_context": cat.archs[mid].max_context,
+        }
+        for mid, m in cat.models.items()
+    ]
+    return {
+        "gpus": dump(cat.gpus),
+        "rigs": dump(cat.rigs),
+        "models": models,
+        "quants": dump(cat.quants),
+        "kv_dtypes": dump(cat.kv_dtypes),
+        "runtimes": dump(cat.runtimes),
+    }

@@ -1,0 +1,94 @@
+"""Human-readable estimate: the worked arithmetic with this config's numbers."""
+
+from __future__ import annotations
+
+from engine.results import CapacityResult
+from engine.units import GIB
+from generator.estimate import Estimate
+
+
+def gib(n: float) -> str:
+    """Bytes as GiB with two decimals."""
+    return f"{n / GIB:.2f}"
+
+
+def _arithmetic(est: Estimate) -> list[str]:
+    r = est.result
+    params = f"{r.total_params / 1e9:.2f}B"
+    per_token = f"{r.kv_bytes_per_token:,} B/token"
+    kv_label = "exact" if r.kv_basis == "exact" else "0.017 MiB/B heuristic"
+    capped = r.kv_bytes_per_request != r.kv_bytes_per_token * r.context_tokens
+    window = ", windows capped" if capped else ""
+    rows = [
+        ("weights", f"{params} x {est.bits_per_weight:g} bits / 8", gib(r.weights_bytes)),
+        (
+            "KV budget",
+            f"{gib(r.usable_memory_bytes)} - {gib(r.weights_bytes)} - "
+            f"{gib(r.overhead_bytes)} (overhead)",
+            gib(r.kv_budget_bytes),
+        ),
+        (
+            "KV / request",
+            f"{per_token} x {r.context_tokens:,} tokens ({kv_label}{window})",
+            gib(r.kv_bytes_per_request),
+        ),
+    ]
+    width = max(len(expr) for _, expr, _ in rows)
+    lines = [f"{name:<12} = {expr:<{width}} = {value:>7} GiB" for name, expr, value in rows]
+    slots_expr = f"floor({gib(r.kv_budget_bytes)} / {gib(r.kv_bytes_per_request)})"
+    lines.append(f"{'slots':<12} = {slots_expr:<{width}} = {r.slots:>7}")
+    return lines
+
+
+def _ceilings(r: CapacityResult) -> list[str]:
+    lines = [f"  KV slots     {r.slots:,} concurrent requests at {r.context_tokens:,} tokens"]
+    if r.decode_tokens_per_s is None or r.bandwidth_concurrency is None:
+        lines.append("  bandwidth    not computed: no memory-bandwidth figure for this device")
+    else:
+        lines.append(
+            f"  bandwidth    {r.bandwidth_concurrency:,} concurrent streams at >= 10 tok/s "
+            f"each (one stream alone: {r.decode_tokens_per_s:,.1f} tok/s)"
+        )
+    if r.prefill_tokens_per_s:
+        lines.append(f"  prefill      {r.prefill_tokens_per_s:,.0f} prompt tokens/s")
+    lines.append(f"  binding      {r.binding_ceiling or 'unknown (bandwidth not given)'}")
+    return lines
+
+
+def verdict(r: CapacityResult) -> str:
+    """One line: does it fit, how many streams, what binds."""
+    if not r.fits:
+        short = (
+            -r.kv_budget_bytes + r.kv_bytes_per_request
+            if r.kv_budget_bytes < 0
+            else (r.kv_bytes_per_request - r.kv_budget_bytes)
+        )
+        return f"does not fit: {gib(short)} GiB short of one {r.context_tokens:,}-token request"
+    what = {
+        "kv": "the KV cache fills before bandwidth runs out",
+        "bandwidth": "memory bandwidth binds before the KV cache fills",
+        "compute": "compute binds before the KV cache fills",
+        None: "decode speed not computed",
+    }[r.binding_ceiling]
+    return f"fits: {r.effective_concurrency:,} concurrent requests (±{r.error_band_pct} %); {what}"
+
+
+def render(est: Estimate) -> str:
+    """The full human report."""
+    r = est.result
+    head = (
+        f"{est.device} · {est.model} · {est.quant} ({est.bits_per_weight:g} bits) · "
+        f"{r.context_tokens:,} tokens · {est.runtime} · KV {est.kv_dtype}"
+    )
+    lines = [
+        head,
+        "",
+        *_arithmetic(est),
+        "",
+        "ceilings",
+        *_ceilings(r),
+        "",
+        f"band     {r.error_band_reason}",
+        f"verdict  {verdict(r)}",
+    ]
+    return "\n".join(lines)

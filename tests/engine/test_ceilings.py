@@ -1,0 +1,78 @@
+"""Decode ceiling, MoE expert reads, and which ceiling binds."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.arch import Experts
+from engine.ceilings import StepModel, bandwidth_concurrency, binding_ceiling, distinct_experts
+from generator.resolve import capacity_for
+
+
+def test_distinct_experts_limits():
+    e = Experts(num_experts=8, experts_per_token=2, expert_params=1, moe_layers=1)
+    assert distinct_experts(e, 0) == 0
+    assert distinct_experts(e, 1) == pytest.approx(2)
+    assert distinct_experts(e, 2) == pytest.approx(8 * (1 - 0.75**2))
+    assert distinct_experts(e, 1000) == pytest.approx(8)
+
+
+def test_mixtral_memory_follows_total_and_speed_follows_active(cat):
+    r = capacity_for(gpu="h100-sxm", model="mixtral-8x7b", quant="q4_k_m", context=4096, cat=cat)
+    assert r.weights_bytes == pytest.approx(46.7e9 * 4.89 / 8, rel=0.002)
+    dense = capacity_for(gpu="h100-sxm", params_b=12.9, quant="q4_k_m", context=4096, cat=cat)
+    # one Mixtral stream decodes about as fast as a dense 12.9B model: within 5 %
+    assert r.decode_tokens_per_s == pytest.approx(dense.decode_tokens_per_s, rel=0.05)
+    big = capacity_for(gpu="h100-sxm", params_b=46.7, quant="q4_k_m", context=4096, cat=cat)
+    assert r.decode_tokens_per_s > 2.5 * big.decode_tokens_per_s
+
+
+def step(overhead: float = 0.001, compute: float = 0.0) -> StepModel:
+    return StepModel(
+        weights_bytes=4_000_000_000,
+        total_params=8_000_000_000,
+        active_params=8_000_000_000,
+        experts=None,
+        kv_bytes_per_token=131072,
+        bandwidth_bytes_per_s=1e12,
+        overhead_s=overhead,
+        compute_per_seq_s=compute,
+    )
+
+
+def test_bandwidth_concurrency_is_the_edge():
+    s = step()
+    b = bandwidth_concurrency(s, 4096, 10)
+    assert s.step_time_s(b, b * 4096) <= 0.1 < s.step_time_s(b + 1, (b + 1) * 4096)
+
+
+def test_crawl_gives_zero_streams():
+    assert bandwidth_concurrency(step(overhead=0.2), 4096, 10) == 0
+
+
+def test_binding_ceiling_names():
+    s = step()
+    b = bandwidth_concurrency(s, 4096, 10)
+    assert binding_ceiling(b, b, s, 4096) == "kv"
+    assert binding_ceiling(b + 5, b, s, 4096) == "bandwidth"
+    hot = step(compute=0.01)
+    bc = bandwidth_concurrency(hot, 4096, 10)
+    assert binding_ceiling(bc + 5, bc, hot, 4096) == "compute"
+
+
+def test_slots_to_spare_can_still_crawl(cat):
+    # 192 GB of unified memory holds a 70B model many times over, but 800 GB/s
+    # streams its 43 GB of weights only about ten times a second.
+    r = capacity_for(
+        gpu="m2-ultra-192gb", model="llama-3.3-70b", quant="q4_k_m", context=2048, cat=cat
+    )
+    assert r.slots > 10
+    assert r.binding_ceiling == "bandwidth"
+    assert r.effective_concurrency < r.slots
+    assert r.decode_tokens_per_s < 20
+
+
+def test_big_context_on_small_card_is_kv_bound(cat):
+    r = capacity_for(gpu="rtx-4090", model="llama-3.1-8b", quant="q4_k_m", context=32768, cat=cat)
+    assert r.binding_ceiling == "kv"
+    assert r.effective_concurrency == r.slots
