@@ -52,13 +52,17 @@ def decode_points() -> list[dict[str, float | str]]:
         platform = "cpu" if r["backend"] == "CPU" else h["platform"]
         if platform not in PLATFORMS:
             continue
-        out.append({
-            "hardware": r["hardware"], "backend": r["backend"], "platform": platform,
-            "size_bytes": float(r["model_size_gib"]) * GIB,
-            "params": float(r["model_params_b"]) * 1e9,
-            "bandwidth": float(h["bandwidth_gb_s"]) * 1e9,
-            "tps": float(r["tokens_per_s"]),
-        })
+        out.append(
+            {
+                "hardware": r["hardware"],
+                "backend": r["backend"],
+                "platform": platform,
+                "size_bytes": float(r["model_size_gib"]) * GIB,
+                "params": float(r["model_params_b"]) * 1e9,
+                "bandwidth": float(h["bandwidth_gb_s"]) * 1e9,
+                "tps": float(r["tokens_per_s"]),
+            }
+        )
     return out
 
 
@@ -83,10 +87,14 @@ def predict_tps(cat: Catalog, p: dict[str, float | str]) -> float:
     c = resolve.constants(cat)
     platform = str(p["platform"])
     step = StepModel(
-        weights_bytes=int(p["size_bytes"]), total_params=int(p["params"]),
-        active_params=int(p["params"]), experts=None, kv_bytes_per_token=0.0,
+        weights_bytes=int(p["size_bytes"]),
+        total_params=int(p["params"]),
+        active_params=int(p["params"]),
+        experts=None,
+        kv_bytes_per_token=0.0,
         bandwidth_bytes_per_s=c.bandwidth_efficiency[platform] * float(p["bandwidth"]),
-        overhead_s=c.step_overhead_s[platform], compute_per_seq_s=0.0,
+        overhead_s=c.step_overhead_s[platform],
+        compute_per_seq_s=0.0,
     )
     return 1.0 / step.step_time_s(1, 0)
 
@@ -110,8 +118,34 @@ def decode_report(cat: Catalog) -> None:
         err = predict_tps(cat, p) / float(p["tps"]) - 1
         errors.append(abs(err))
         inside += abs(err) * 100 <= band_pct(p)
-    print(f"  catalog constants: median |error| {statistics.median(errors) * 100:.1f} %, "
-          f"inside band {inside}/{len(points)} = {inside / len(points) * 100:.0f} %")
+    print(
+        f"  catalog constants: median |error| {statistics.median(errors) * 100:.1f} %, "
+        f"inside band {inside}/{len(points)} = {inside / len(points) * 100:.0f} %"
+    )
+
+
+def prefill_report(cat: Catalog) -> None:
+    """Model-FLOPs utilization of pp512 rows on catalog devices with a FLOPS figure."""
+    hw = _hardware()
+    shares = []
+    for r in _rows("llama_bench.csv"):
+        h = hw.get((r["hardware"], r["backend"]))
+        if r["test"] != "pp512" or not h or not h["catalog_id"] or not r["model_params_b"]:
+            continue
+        flops = cat.gpus[h["catalog_id"]].bf16_flops_per_s
+        if not flops:
+            continue
+        shares.append(float(r["tokens_per_s"]) * 2 * float(r["model_params_b"]) * 1e9 / flops)
+    if not shares:
+        print("prefill: no pp512 rows on catalog devices with FLOPS")
+        return
+    used = resolve.constants(cat).prefill_compute_efficiency
+    errors = [abs(used / s - 1) for s in shares]
+    print(
+        f"prefill: {len(shares)} pp512 rows; MFU median {statistics.median(shares):.3f} "
+        f"(min {min(shares):.3f}, max {max(shares):.3f}); with {used}: median |error| "
+        f"{statistics.median(errors) * 100:.1f} %"
+    )
 
 
 # vLLM log rows that match catalog entries: model string -> (model id, quant id).
@@ -124,8 +158,13 @@ VLLM_MODELS = {
     "Meta-Llama-3.1-405B-Instruct-FP8": ("llama-3.1-405b", "fp8"),
     "DeepSeek-R1-Distill-Qwen-14B": ("qwen2.5-14b", "bf16"),
 }
-VLLM_GPUS = {"H100 80GB HBM3": "h100-sxm", "H100": "h100-sxm", "A100 40GB": "a100-40gb-sxm",
-             "RTX 3090": "rtx-3090", "RTX 4090": "rtx-4090"}
+VLLM_GPUS = {
+    "H100 80GB HBM3": "h100-sxm",
+    "H100": "h100-sxm",
+    "A100 40GB": "a100-40gb-sxm",
+    "RTX 3090": "rtx-3090",
+    "RTX 4090": "rtx-4090",
+}
 
 
 def kv_report(cat: Catalog) -> None:
@@ -141,27 +180,38 @@ def kv_report(cat: Catalog) -> None:
         runtime = resolve.runtime_profile(cat.runtimes["vllm"])
         runtime = replace(runtime, gpu_memory_utilization=float(r["gpu_memory_utilization"]))
         kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
-        res = estimate(device, runtime, resolve.weight_format(cat.quants[model[1]]),
-                       resolve.constants(cat), 2048, resolve.kv_bytes(cat.kv_dtypes[kv]),
-                       arch=cat.archs[model[0]])
+        res = estimate(
+            device,
+            runtime,
+            resolve.weight_format(cat.quants[model[1]]),
+            resolve.constants(cat),
+            2048,
+            resolve.kv_bytes(cat.kv_dtypes[kv]),
+            arch=cat.archs[model[0]],
+        )
         logged = int(r["kv_cache_tokens"])
         predicted = res.kv_capacity_tokens
         err = predicted / logged - 1
         errors.append(abs(err))
         inside += abs(err) * 100 <= res.error_band_pct
-        shown.append(f"  {count}x {gpu:<14} {model[0]:<16} kv {kv:<4} logged {logged:>9,} "
-                     f"predicted {predicted:>9,} ({err * 100:+.1f} %, band ±{res.error_band_pct})")
+        shown.append(
+            f"  {count}x {gpu:<14} {model[0]:<16} kv {kv:<4} logged {logged:>9,} "
+            f"predicted {predicted:>9,} ({err * 100:+.1f} %, band ±{res.error_band_pct})"
+        )
     print(f"KV tokens: {len(errors)} vLLM logs matching catalog entries")
     print("\n".join(shown))
     if errors:
-        print(f"  median |error| {statistics.median(errors) * 100:.1f} %, "
-              f"inside band {inside}/{len(errors)}")
+        print(
+            f"  median |error| {statistics.median(errors) * 100:.1f} %, "
+            f"inside band {inside}/{len(errors)}"
+        )
 
 
 def main() -> None:
     """Print the calibration report."""
     cat = load_catalog()
     decode_report(cat)
+    prefill_report(cat)
     kv_report(cat)
 
 

@@ -49,8 +49,8 @@ class Entity(BaseModel):
         for field in ("id", "name"):
             if _CONTROL.search(getattr(self, field)):
                 raise ValueError(f"{field}: control characters are not allowed")
-        if ".." in self.id:
-            raise ValueError("id: '..' is not allowed in an id")
+        if ".." in self.id or "--" in self.id:
+            raise ValueError("id: '..' and '--' are not allowed in an id")
         return self
 
     @model_validator(mode="after")
@@ -142,7 +142,8 @@ class Quant(Entity):
         ),
     )
     runtimes: tuple[EntityId, ...] = Field(
-        min_length=1, description="Runtime ids that serve this format."
+        min_length=1,
+        description="Runtime ids that serve this format, in order of preference.",
     )
 
 
@@ -297,3 +298,48 @@ class Settings(BaseModel):
     default_kv_dtype: EntityId = Field(
         default="auto", description="KV-cache dtype used when none is asked for."
     )
+    sweep_quants: tuple[EntityId, ...] = Field(
+        default=("q4_k_m", "q8_0", "bf16", "fp8", "awq-int4"),
+        min_length=1,
+        description=(
+            "Quants the batch sweep covers (every catalog quant stays available to "
+            "`backpressure estimate`)."
+        ),
+    )
+    prompt_tokens: int = Field(
+        default=1024, gt=0, le=1_048_576,
+        description="Prompt length of the request profile the load sweep offers [tokens].",
+    )
+    output_tokens: int = Field(
+        default=128, gt=0, le=1_048_576,
+        description="Output length of the request profile [tokens].",
+    )
+    ttft_budget_ms: float = Field(
+        default=1500, gt=0, description="Hard time-to-first-token budget [ms]."
+    )
+    p99_slo_ms: float | None = Field(
+        default=None, gt=0,
+        description=(
+            "p99 end-to-end latency SLO [ms]; unset means the TTFT budget plus the output "
+            "streamed at the minimum per-stream rate (calibration min_stream_tokens_per_s)."
+        ),
+    )
+    soak_utilization: float = Field(
+        default=0.85, gt=0, le=1, description="Utilization that fails a soak if held [share]."
+    )
+    soak_seconds: float = Field(
+        default=120, gt=0, description="How long the soak utilization must hold to fail [s]."
+    )
+    load_points: int = Field(
+        default=40, ge=4, le=400, description="Offered-load levels per config in the load sweep."
+    )
+    load_min_fraction: float = Field(
+        default=0.1, gt=0, description="Lowest offered load, as a share of saturation."
+    )
+    load_max_fraction: float = Field(
+        default=3.0, gt=1, le=100, description="Highest offered load, as a share of saturation."
+    )
+    sim_seconds: float = Field(
+        default=300, gt=0, le=86_400, description="Simulated duration of each load level [s]."
+    )
+    seed: int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")

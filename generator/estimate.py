@@ -119,7 +119,7 @@ def _model(cat: Catalog, args: EstimateArgs) -> tuple[str, ModelArch | None, int
 
 def _runtime(cat: Catalog, args: EstimateArgs, device: Device) -> tuple[str, Runtime]:
     quant = resolve.lookup(cat.quants, "quant", args.quant)
-    rt_id = args.runtime or resolve.default_runtime(cat, quant)
+    rt_id = args.runtime or resolve.default_runtime(cat, quant, device.memory_kind)
     entry = resolve.lookup(cat.runtimes, "runtime", rt_id)
     resolve.check_combo(cat, quant.id, rt_id, args.kv_dtype, device.memory_kind)
     profile = resolve.runtime_profile(entry)

@@ -124,9 +124,12 @@ def model_arch(cat: Catalog, model: str) -> tuple[str, ModelArch]:
     return mid, cat.archs[mid]
 
 
-def default_runtime(cat: Catalog, quant: Quant) -> str:
-    """The first runtime (by id) that serves a quant."""
-    return sorted(quant.runtimes)[0]
+def default_runtime(cat: Catalog, quant: Quant, memory_kind: str = "discrete") -> str:
+    """The quant's most preferred runtime that serves this kind of memory."""
+    for rid in quant.runtimes:
+        if rid in cat.runtimes and memory_kind in cat.runtimes[rid].memory_kinds:
+            return rid
+    return quant.runtimes[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,13 +158,14 @@ def capacity_for(
     """Cost a config named by catalog ids; ``params_b`` stands in for an unknown model."""
     cat = cat or load_catalog()
     q = lookup(cat.quants, "quant", quant)
-    rt_id = runtime or default_runtime(cat, q)
+    dev = device_for(cat, gpu)
+    rt_id = runtime or default_runtime(cat, q, dev.memory_kind)
     rt = lookup(cat.runtimes, "runtime", rt_id)
     kv = lookup(cat.kv_dtypes, "KV dtype", kv_dtype)
     arch = model_arch(cat, model)[1] if model is not None else None
     params = round(params_b * 1e9) if params_b is not None else None
     return estimate(
-        device_for(cat, gpu),
+        dev,
         runtime_profile(rt),
         weight_format(q),
         constants(cat),

@@ -148,7 +148,5 @@ def test_every_problem_is_reported(tmp_catalog):
 def test_rig_naming_unknown_gpu(tmp_catalog):
     edit(tmp_catalog / "rigs" / "2x-rtx-4090.yaml", "gpu: rtx-4090", "gpu: rtx-9999")
     [msg] = problems(tmp_catalog)
-    assert (
-        msg
-        == "catalog/rigs/2x-rtx-4090.yaml: entry '2x-rtx-4090': field gpu: unknown GPU id 'rtx-9999'"
-    )
+    where = "catalog/rigs/2x-rtx-4090.yaml: entry '2x-rtx-4090': field gpu"
+    assert msg == f"{where}: unknown GPU id 'rtx-9999'"
