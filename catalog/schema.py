@@ -343,3 +343,11 @@ class Settings(BaseModel):
         default=300, gt=0, le=86_400, description="Simulated duration of each load level [s]."
     )
     seed: int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")
+    queue_depth_per_slot: float = Field(
+        default=8, ge=0, le=10_000,
+        description="Requests the LLM server's queue holds per slot before it sheds [-].",
+    )
+    queue_max_age_s: float = Field(
+        default=60, gt=0,
+        description="Queued requests older than this are abandoned [s].",
+    )

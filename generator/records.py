@@ -80,6 +80,9 @@ class ResultRow:
     ttft_break_rps: float | None
     ttft_break_rps_low: float | None
     ttft_break_rps_high: float | None
+    soak_break_rps: float | None
+    soak_break_rps_low: float | None
+    soak_break_rps_high: float | None
     soak_ok_at_85: bool | None
     error_band_pct: int
     error_band_reason: str

@@ -1,0 +1,248 @@
+"""Breaking points of one config: its LLM rig pushed through the load simulation.
+
+The rig is the simplest honest one: seeded Poisson load into an LLM server whose
+queue buffers (up to a depth, abandoning requests older than an age) in front of
+``effective_concurrency`` slots. One simulation call runs every load level of the
+grid at once (one lane per level); the breaking points are the lowest levels at
+which each failure rule fires.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from catalog.loader import Catalog
+from engine.queueing import Discipline
+from engine.results import CapacityResult
+from engine.rng import mulberry32
+from engine.sim import SimResult, simulate
+from engine.sim_model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
+from engine.sim_rules import NEVER, rolling_mean, rule_ticks
+from engine.traffic import SourceSpec
+from generator.records import Curves
+
+Array = npt.NDArray[np.float64]
+
+NODE = "llm"
+SHED_ONSET_SHARE = 0.001  # a queue "starts shedding" once 0.1 % of offered work is lost
+TIMELINE_STEP_S = 1.0  # the timeline chart shows one point per simulated second
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    """Request profile, failure rules and the load grid (catalog/settings.yaml)."""
+
+    prompt_tokens: int
+    output_tokens: int
+    ttft_budget_ms: float
+    p99_slo_ms: float
+    soak_utilization: float
+    soak_s: float
+    points: int
+    min_fraction: float
+    max_fraction: float
+    sim_seconds: float
+    seed: int
+    queue_depth_per_slot: float
+    queue_max_age_s: float
+
+    @classmethod
+    def from_catalog(cls, cat: Catalog) -> LoadSettings:
+        """Settings with the derived p99 SLO filled in."""
+        s = cat.settings
+        min_rate = cat.calibration["min_stream_tokens_per_s"].value
+        p99 = s.p99_slo_ms or s.ttft_budget_ms + 1000.0 * s.output_tokens / min_rate
+        return cls(
+            s.prompt_tokens,
+            s.output_tokens,
+            s.ttft_budget_ms,
+            p99,
+            s.soak_utilization,
+            s.soak_seconds,
+            s.load_points,
+            s.load_min_fraction,
+            s.load_max_fraction,
+            s.sim_seconds,
+            s.seed,
+            s.queue_depth_per_slot,
+            s.queue_max_age_s,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BreakPoints:
+    """Where one config breaks, in offered requests per second."""
+
+    mean_service_s: float | None = None
+    saturation_rps: float | None = None
+    shed_onset_rps: float | None = None
+    p99_break_rps: float | None = None
+    ttft_break_rps: float | None = None
+    soak_break_rps: float | None = None
+    soak_ok_at_85: bool | None = None
+    bottleneck: str = "does not fit: no slot for a single request"
+
+    def as_fields(self, band_pct: int) -> dict[str, Any]:
+        """Row fields, each breaking point with its band applied (low, high)."""
+        out: dict[str, Any] = {
+            "mean_service_s": self.mean_service_s,
+            "soak_ok_at_85": self.soak_ok_at_85,
+            "bottleneck": self.bottleneck,
+        }
+        for name in (
+            "saturation_rps",
+            "shed_onset_rps",
+            "p99_break_rps",
+            "ttft_break_rps",
+            "soak_break_rps",
+        ):
+            value = getattr(self, name)
+            out[name] = value
+            out[f"{name}_low"] = _sig(value * (1 - band_pct / 100)) if value is not None else None
+            out[f"{name}_high"] = _sig(value * (1 + band_pct / 100)) if value is not None else None
+        return out
+
+
+def _sig(x: float, digits: int = 6) -> float:
+    """Round to significant digits so published rates are short and stable."""
+    return float(f"{x:.{digits}g}")
+
+
+def llm_spec(cap: CapacityResult, s: LoadSettings) -> LlmSpec:
+    """The capacity engine's numbers as the simulation's LLM node."""
+    return LlmSpec(
+        slots=cap.effective_concurrency,
+        prefill_tokens_per_s=cap.prefill_tokens_per_s or 0.0,
+        step_fixed_s=cap.step_fixed_s or 0.0,
+        step_per_kv_token_s=cap.step_per_kv_token_s or 0.0,
+        step_compute_per_seq_s=cap.step_compute_per_seq_s or 0.0,
+        prompt_tokens=s.prompt_tokens,
+        output_tokens=s.output_tokens,
+    )
+
+
+def mean_service_s(cap: CapacityResult, s: LoadSettings) -> float:
+    """Seconds a request holds a slot when every slot is busy."""
+    busy = np.array([float(cap.effective_concurrency)])
+    return float(slot_time_s(llm_spec(cap, s), busy)[0])
+
+
+def rig(cap: CapacityResult, s: LoadSettings, name: str) -> SimSpec:
+    """Load -> LLM server with a buffering queue, under the catalog's failure rules."""
+    llm = llm_spec(cap, s)
+    node = NodeSpec(
+        name=NODE,
+        parent="load",
+        kind=NodeKind.LLM,
+        discipline=Discipline.BUFFER,
+        servers=llm.slots,
+        max_depth=s.queue_depth_per_slot * llm.slots,
+        max_age_s=s.queue_max_age_s,
+        resource="slots",
+        llm=llm,
+    )
+    rules = Rules(
+        p99_slo_ms=s.p99_slo_ms,
+        ttft_budget_ms=s.ttft_budget_ms,
+        soak_utilization=s.soak_utilization,
+        soak_s=s.soak_s,
+    )
+    return SimSpec(
+        name=name, source=SourceSpec(), nodes=(node,), rules=rules, duration_s=s.sim_seconds
+    )
+
+
+def seed_for(config_id: str, base: int) -> int:
+    """Per-config seed from content (sha256 of the id), never ``hash()``."""
+    digest = hashlib.sha256(config_id.encode()).digest()
+    return (int.from_bytes(digest[:4], "big") ^ base) & 0xFFFFFFFF
+
+
+def grid(saturation: float, s: LoadSettings) -> Array:
+    """Offered-load levels, log-spaced around the analytic saturation rate."""
+    fractions = np.geomspace(s.min_fraction, s.max_fraction, s.points)
+    return np.array([_sig(saturation * f) for f in fractions])
+
+
+def _first_level(levels: Array, fired: npt.NDArray[np.bool_]) -> float | None:
+    idx = np.flatnonzero(fired)
+    return float(levels[idx[0]]) if idx.size else None
+
+
+def _steady(x: Array) -> Array:
+    """Per-lane mean over the second half of the run (after the warm-up)."""
+    half = x.shape[1] // 2
+    return x[:, half:].mean(axis=1)
+
+
+def _fires(series: Array, limit: float, window: int) -> npt.NDArray[np.bool_]:
+    return (rolling_mean(series, window) > limit).any(axis=1)
+
+
+def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None) -> Curves:
+    f = res.flows[NODE]
+    lat = res.latency
+    offered = f["offered"].sum(axis=1)
+    lost = f["lost"].sum(axis=1)
+    step = max(1, round(TIMELINE_STEP_S / TICK_S))
+    lane = breaking_lane if breaking_lane is not None else len(levels) - 1
+
+    def r(a: Array) -> tuple[float, ...]:
+        return tuple(_sig(float(v), 5) for v in a)
+
+    return Curves(
+        config_id=cid,
+        load_rps=r(levels),
+        p50_ms=r(_steady(lat.p50_ms[NODE])),
+        p99_ms=r(_steady(lat.path_p99_ms[NODE])),
+        ttft_ms=r(_steady(lat.ttft_ms[NODE])),
+        slot_occupancy=r(_steady(f["utilization"])),
+        goodput_rps=r(_steady(f["served"]) / TICK_S),
+        shed_share=r(np.where(offered > 0, lost / np.maximum(offered, 1e-12), 0.0)),
+        timeline_rps=float(levels[lane]),
+        timeline_s=r(np.arange(0, f["backlog"].shape[1], step) * TICK_S),
+        timeline_queue_depth=r(f["backlog"][lane, ::step]),
+        timeline_ttft_ms=r(lat.ttft_ms[NODE][lane, ::step]),
+        timeline_error_budget=r(lat.total_budget_left[lane, ::step]),
+    )
+
+
+def empty_curves(cid: str) -> Curves:
+    """Curves of a config that does not fit: nothing to draw."""
+    return Curves(cid, (), (), (), (), (), (), (), None, (), (), (), ())
+
+
+def load_sweep(cap: CapacityResult, s: LoadSettings, cid: str) -> tuple[BreakPoints, Curves]:
+    """Breaking points and chart series of one config."""
+    if not cap.fits or not cap.prefill_tokens_per_s or cap.step_fixed_s is None:
+        return BreakPoints(), empty_curves(cid)
+    service = mean_service_s(cap, s)
+    analytic = cap.effective_concurrency / service  # Little's law: L = lambda W
+    levels = grid(analytic, s)
+    res = simulate(rig(cap, s, cid), levels, mulberry32(seed_for(cid, s.seed)))
+    f, lat = res.flows[NODE], res.latency
+    window = max(1, round(res.spec.rules.window_s / TICK_S))
+    offered = f["offered"].sum(axis=1)
+    shed = f["lost"].sum(axis=1) / np.maximum(offered, 1e-12) > SHED_ONSET_SHARE
+    # The soak verdict: does a run offered the soak share of saturation (85 %) hold
+    # that utilization for the soak window? The level nearest that share is judged.
+    soak_fired = rule_ticks(res.spec, res.flows, lat)["soak", NODE] != NEVER
+    soak_lane = int(np.argmin(np.abs(levels - s.soak_utilization * analytic)))
+    failing = [i for i, rep in enumerate(res.reports) if not rep.passed]
+    breaking_lane = failing[0] if failing else None
+    points = BreakPoints(
+        mean_service_s=_sig(service),
+        saturation_rps=_sig(float(_steady(f["served"]).max() / TICK_S)),
+        shed_onset_rps=_first_level(levels, shed),
+        p99_break_rps=_first_level(levels, _fires(lat.path_p99_ms[NODE], s.p99_slo_ms, window)),
+        ttft_break_rps=_first_level(levels, _fires(lat.ttft_ms[NODE], s.ttft_budget_ms, window)),
+        soak_break_rps=_first_level(levels, soak_fired),
+        soak_ok_at_85=not bool(soak_fired[soak_lane]),
+        bottleneck=res.reports[breaking_lane if breaking_lane is not None else -1].bottleneck,
+    )
+    return points, _curves(cid, levels, res, breaking_lane)
