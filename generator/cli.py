@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from generator.cli_ci import diff_command, goldens_command, verify_command
 from generator.cli_estimate import catalog_command, estimate_command
 from generator.cli_simulate import simulate_command
+from generator.cli_sweep import sweep_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -17,6 +19,10 @@ def cli() -> None:
 cli.add_command(estimate_command)
 cli.add_command(catalog_command)
 cli.add_command(simulate_command)
+cli.add_command(sweep_command)
+cli.add_command(verify_command)
+cli.add_command(diff_command)
+cli.add_command(goldens_command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,6 +68,12 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def _number_moved(a: float | None, b: float | None, tolerance: float) -> bool:
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return abs(b - a) > tolerance * max(abs(a), 1e-12)
+
+
 def _moved(old: ResultRow, new: ResultRow, tolerance: float) -> tuple[tuple[str, str, str], ...]:
     changes = []
     for name in CATEGORICAL:
