@@ -58,7 +58,8 @@ def decode_points() -> list[dict[str, float | str]]:
                 "backend": r["backend"],
                 "platform": platform,
                 "size_bytes": float(r["model_size_gib"]) * GIB,
-                "params": float(r["model_params_b"]) * 1e9,
+                "params": float(r["model_params_b"] or 6.74) * 1e9,
+                "layers": 80.0 if r["model"] == "llama 70B" else 32.0,
                 "bandwidth": float(h["bandwidth_gb_s"]) * 1e9,
                 "tps": float(r["tokens_per_s"]),
             }
@@ -67,18 +68,23 @@ def decode_points() -> list[dict[str, float | str]]:
 
 
 def fit(points: list[dict[str, float | str]]) -> dict[str, tuple[float, float, int]]:
-    """Per platform: (efficiency, overhead_s, n) from least squares on 1/tps."""
+    """Per platform: (efficiency, overhead per layer [s], n), least squares on 1/tps.
+
+    ``1/tps = (bytes / bandwidth) / efficiency + layers x overhead``.
+    """
     fits = {}
     for platform in PLATFORMS:
         pts = [p for p in points if p["platform"] == platform]
         if len(pts) < 3:
             continue
-        x = np.array([float(p["size_bytes"]) / float(p["bandwidth"]) for p in pts])
+        x = np.array(
+            [[float(p["size_bytes"]) / float(p["bandwidth"]), float(p["layers"])] for p in pts]
+        )
         y = np.array([1.0 / float(p["tps"]) for p in pts])
-        slope, intercept = np.polyfit(x, y, 1)
-        if intercept < 0:  # a negative overhead is not physical: refit through the origin
-            slope, intercept = float(np.dot(x, y) / np.dot(x, x)), 0.0
-        fits[platform] = (1.0 / float(slope), float(intercept), len(pts))
+        (inv_eff, per_layer), *_ = np.linalg.lstsq(x, y, rcond=None)
+        if per_layer < 0 or inv_eff < 1:  # unphysical (negative cost, efficiency > 1): refit
+            inv_eff, per_layer = float(np.dot(x[:, 0], y) / np.dot(x[:, 0], x[:, 0])), 0.0
+        fits[platform] = (1.0 / float(inv_eff), float(per_layer), len(pts))
     return fits
 
 
@@ -93,7 +99,7 @@ def predict_tps(cat: Catalog, p: dict[str, float | str]) -> float:
         experts=None,
         kv_bytes_per_token=0.0,
         bandwidth_bytes_per_s=c.bandwidth_efficiency[platform] * float(p["bandwidth"]),
-        overhead_s=c.step_overhead_s[platform],
+        overhead_s=float(p["layers"]) * c.layer_overhead_s[platform],
         compute_per_seq_s=0.0,
     )
     return 1.0 / step.step_time_s(1, 0)
@@ -112,7 +118,9 @@ def decode_report(cat: Catalog) -> None:
     points = decode_points()
     print(f"decode: {len(points)} tg128 rows with a known bandwidth")
     for platform, (eff, over, n) in fit(points).items():
-        print(f"  fit {platform:<6} efficiency {eff:.3f}  overhead {over * 1e3:.2f} ms  (n={n})")
+        print(
+            f"  fit {platform:<6} efficiency {eff:.3f}  overhead {over * 1e6:.1f} us/layer  (n={n})"
+        )
     errors, inside = [], 0
     for p in points:
         err = predict_tps(cat, p) / float(p["tps"]) - 1
@@ -132,8 +140,10 @@ def prefill_report(cat: Catalog) -> None:
         h = hw.get((r["hardware"], r["backend"]))
         if r["test"] != "pp512" or not h or not h["catalog_id"] or not r["model_params_b"]:
             continue
-        flops = cat.gpus[h["catalog_id"]].bf16_flops_per_s
-        if not flops:
+        gpu = cat.gpus[h["catalog_id"]]
+        flops = gpu.bf16_flops_per_s
+        # FLOPS calibrated from these very rows would make the check circular.
+        if not flops or not gpu.sources["bf16_flops_per_s"].startswith("http"):
             continue
         shares.append(float(r["tokens_per_s"]) * 2 * float(r["model_params_b"]) * 1e9 / flops)
     if not shares:
@@ -207,10 +217,128 @@ def kv_report(cat: Catalog) -> None:
         )
 
 
+# decode_serving.csv rows that match catalog entries.
+SERVING_GPUS = {
+    "H100": "h100-sxm",
+    "H100 SXM": "h100-sxm",
+    "H200": "h200-sxm",
+    "A100": "a100-80gb-sxm",
+    "A100 80GB SXM (330W power limit)": "a100-80gb-sxm",
+}
+SERVING_MODELS = {
+    "DeepSeek-V3": "deepseek-v3",
+    "DeepSeek-R1-0528": "deepseek-r1",
+    "Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "Qwen3-14B": "qwen3-14b",
+    "Mixtral-8x7B": "mixtral-8x7b",
+    "Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
+    "Llama-3.1-8B": "llama-3.1-8b",
+    "Llama-3.1-70B": "llama-3.3-70b",
+    "Llama-3.3-70B-Instruct": "llama-3.3-70b",
+    "Qwen3-8B": "qwen3-8b",
+}
+SERVING_QUANTS = {
+    "bf16": "bf16",
+    "": "bf16",
+    "fp8": "fp8",
+    "q5_k_m": "q5_k_m",
+    "q4_k_m": "q4_k_m",
+    "q8_0": "q8_0",
+    "awq": "awq-int4",
+}
+
+
+def serving_points(cat: Catalog) -> list[tuple[dict[str, str], float, float, bool]]:
+    """(row, measured tok/s, predicted tok/s, is_moe) for rows that map to the catalog."""
+    out = []
+    for r in _rows("decode_serving.csv"):
+        gpu, model = SERVING_GPUS.get(r["gpu"]), SERVING_MODELS.get(r["model"])
+        quant = SERVING_QUANTS.get(r["weights_dtype"])
+        if not (gpu and model and quant) or r["framework"] not in (
+            "vllm",
+            "sglang",
+            "llama.cpp",
+            "gpt-fast",
+        ):
+            continue
+        value = float(r["value"])
+        measured = 1000.0 / value if r["metric"] in ("tpot_ms", "itl_ms") else value
+        count = int(r["gpu_count"])
+        runtime = "llama.cpp" if r["framework"] == "llama.cpp" else "vllm"
+        profile = resolve.runtime_profile(cat.runtimes[runtime])
+        device = resolve.device_from_gpu(cat.gpus[gpu], count, "nvlink" if count > 1 else None)
+        if count > 1 and runtime == "vllm" and cat.gpus[gpu].memory_bytes * count < 0:
+            continue
+        res = estimate(
+            device,
+            profile,
+            resolve.weight_format(cat.quants[quant]),
+            resolve.constants(cat),
+            2048,
+            2.0,
+            arch=cat.archs[model],
+        )
+        if res.decode_tokens_per_s is None:
+            continue
+        out.append((r, measured, res.decode_tokens_per_s, cat.archs[model].is_moe))
+    return out
+
+
+def _expert_reads(cat: Catalog, r: dict[str, str]) -> int:
+    """Routed-expert matrix products per decode step: MoE layers x experts per token."""
+    e = cat.archs[SERVING_MODELS[r["model"]]].experts
+    assert e is not None
+    return e.moe_layers * e.experts_per_token
+
+
+def serving_report(cat: Catalog) -> None:
+    """Single-stream decode of served models (tensor parallel, MoE) against measurements."""
+    pts = serving_points(cat)
+    print(f"serving decode: {len(pts)} batch-1 rows matching catalog entries")
+    errors, inside = [], 0
+    for r, measured, predicted, _ in pts:
+        err = predicted / measured - 1
+        dev = resolve.device_from_gpu(cat.gpus[SERVING_GPUS[r["gpu"]]], int(r["gpu_count"]))
+        band = error_band(
+            dev.memory_kind,
+            cat.archs[SERVING_MODELS[r["model"]]].total_params,
+            dev.count,
+            cat.archs[SERVING_MODELS[r["model"]]].is_moe,
+            False,
+            True,
+            True,
+            100,
+        ).pct
+        errors.append(abs(err))
+        inside += abs(err) * 100 <= band
+        print(
+            f"  {r['gpu_count']}x {r['gpu'][:12]:<12} {r['framework']:<9} {r['model'][:20]:<20} "
+            f"{r['weights_dtype'] or 'bf16':<6} measured {measured:7.1f} predicted {predicted:7.1f} "
+            f"({err * 100:+.0f} %, band ±{band})"
+        )
+    if errors:
+        print(
+            f"  median |error| {statistics.median(errors) * 100:.1f} %, "
+            f"inside band {inside}/{len(errors)}"
+        )
+    current = resolve.constants(cat).moe_expert_overhead_s
+    implied = [
+        max(0.0, (1 / measured - 1 / predicted) / _expert_reads(cat, r) + current)
+        for r, measured, predicted, moe in pts
+        if moe
+    ]
+    if implied:
+        print(
+            f"  fit moe_expert_overhead_s: median {statistics.median(implied) * 1e6:.1f} us "
+            f"per routed expert per layer over {len(implied)} MoE rows"
+        )
+
+
 def main() -> None:
     """Print the calibration report."""
     cat = load_catalog()
     decode_report(cat)
+    serving_report(cat)
     prefill_report(cat)
     kv_report(cat)
 

@@ -19,7 +19,11 @@ WIDENINGS: dict[str, tuple[int, str]] = {
     "small": (5, "under 7B: fixed per-step overhead weighs more than weight reads"),
     "large": (5, "over 34B: fewer public measurements to calibrate against"),
     "multi_gpu": (5, "multi-GPU: interconnect and all-reduce costs are modeled coarsely"),
-    "moe": (5, "mixture-of-experts: expert routing assumed uniform"),
+    "moe": (
+        15,
+        "mixture-of-experts: per-expert kernels vary by runtime (about 30 % median "
+        "single-stream error in benchmarks/calibration-report.txt)",
+    ),
     "heuristic": (10, "KV cost from the 0.017 MiB/B heuristic, architecture unknown"),
     "no_bandwidth": (10, "no bandwidth figure: decode ceiling not computed"),
     "no_flops": (10, "no FLOPS figure: prefill and compute ceiling not modeled"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from engine.arch import ModelArch
 from engine.bands import error_band
 from engine.ceilings import StepModel, bandwidth_concurrency, binding_ceiling
-from engine.inputs import Constants, Device, Runtime, WeightFormat
+from engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
 from engine.kv import kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_heuristic
 from engine.memory import slots as slot_count
 from engine.memory import usable_memory_bytes, weights_bytes
@@ -82,9 +82,15 @@ def _step_model(
     if device.bandwidth_bytes_per_s is None:
         return None
     platform = "cpu" if device.memory_kind == "system" else device.platform
-    overhead = constants.step_overhead_s[platform]
+    # Fixed cost per layer per step (kernel launches, synchronisation), more for an
+    # MoE layer (one small matrix product per routed expert), plus two all-reduces
+    # per layer under tensor parallelism.
+    layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
+    overhead = layers * constants.layer_overhead_s[platform]
+    if arch is not None and arch.experts is not None:
+        e = arch.experts
+        overhead += e.moe_layers * e.experts_per_token * constants.moe_expert_overhead_s
     if device.count > 1 and runtime.multi_gpu == "tensor-parallel" and device.interconnect:
-        layers = arch.num_layers if arch is not None else 0
         overhead += 2 * layers * constants.allreduce_latency_s[device.interconnect]
     flops = peak_flops(device, runtime, fmt)
     bandwidth = device.bandwidth_bytes_per_s * _parallel(device, runtime)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+# Layers assumed for a model known only by its size: the 7-8B shape.
+DEFAULT_LAYERS = 32
+
 MemoryKind = Literal["discrete", "unified", "system"]
 Platform = Literal["nvidia", "amd", "apple", "cpu"]
 
@@ -58,7 +61,8 @@ class Constants:
 
     kv_heuristic_mib_per_billion: float
     bandwidth_efficiency: dict[str, float]
-    step_overhead_s: dict[str, float]
+    layer_overhead_s: dict[str, float]
+    moe_expert_overhead_s: float
     allreduce_latency_s: dict[str, float]
     prefill_compute_efficiency: float
     decode_compute_efficiency: float

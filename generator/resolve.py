@@ -51,7 +51,8 @@ def constants(cat: Catalog) -> Constants:
     return Constants(
         kv_heuristic_mib_per_billion=c["kv_heuristic_mib_per_billion"],
         bandwidth_efficiency=group("bandwidth_efficiency_"),
-        step_overhead_s=group("step_overhead_s_"),
+        layer_overhead_s=group("layer_overhead_s_"),
+        moe_expert_overhead_s=c["moe_expert_overhead_s"],
         allreduce_latency_s=group("allreduce_latency_s_"),
         prefill_compute_efficiency=c["prefill_compute_efficiency"],
         decode_compute_efficiency=c["decode_compute_efficiency"],

@@ -11,7 +11,8 @@ from engine.units import GIB, MIB
 CONSTANTS = Constants(
     kv_heuristic_mib_per_billion=0.017,
     bandwidth_efficiency={"nvidia": 0.75},
-    step_overhead_s={"nvidia": 0.0},
+    layer_overhead_s={"nvidia": 0.0},
+    moe_expert_overhead_s=0.0,
     allreduce_latency_s={},
     prefill_compute_efficiency=0.5,
     decode_compute_efficiency=0.5,
