@@ -313,7 +313,8 @@ def serving_report(cat: Catalog) -> None:
         inside += abs(err) * 100 <= band
         print(
             f"  {r['gpu_count']}x {r['gpu'][:12]:<12} {r['framework']:<9} {r['model'][:20]:<20} "
-            f"{r['weights_dtype'] or 'bf16':<6} measured {measured:7.1f} predicted {predicted:7.1f} "
+            f"{r['weights_dtype'] or 'bf16':<6} measured {measured:7.1f} "
+            f"predicted {predicted:7.1f} "
             f"({err * 100:+.0f} %, band ±{band})"
         )
     if errors:
