@@ -93,7 +93,9 @@ catalog_option = click.option(
     show_default=True,
     help="Number of GPUs (tensor or layer split, as the runtime does it).",
 )
-@click.option("--runtime", help="Runtime id (default: the first that serves the quant).")
+@click.option(
+    "--runtime", help="Runtime id (default: the quant's preferred runtime for this device)."
+)
 @click.option(
     "--gpu-memory-utilization",
     type=click.FloatRange(min=0, max=1, min_open=True),

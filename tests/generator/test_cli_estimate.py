@@ -223,3 +223,22 @@ def test_catalog_json_lists(capsys):
         assert isinstance(data[key], list)
         assert data[key]
     assert {g["id"] for g in data["gpus"]} >= {"rtx-4090", "h100-sxm", "m2-ultra-192gb"}
+
+
+def test_two_gpus_pool_their_memory(capsys):
+    base = ["estimate", "--gpu", "rtx-4090", "--model", "llama-3.3-70b", "--quant", "q4_k_m",
+            "--context", "8192", "--json"]
+    _, one, _ = run(capsys, base)
+    code, two, _ = run(capsys, [*base, "--gpus", "2"])
+    assert code == 0
+    assert not json.loads(one)["fits"]  # 43 GB of weights on a 24 GB card
+    assert json.loads(two)["fits"]
+    assert json.loads(two)["memory_bytes"] == 2 * json.loads(one)["memory_bytes"]
+
+
+def test_does_not_fit_says_by_how_much(capsys):
+    code, out, _ = run(capsys, ["estimate", "--gpu", "rtx-3060-12gb", "--model", "llama-3.3-70b",
+                                "--quant", "q4_k_m", "--context", "8192"])
+    assert code == 0
+    assert "verdict  does not fit:" in out
+    assert "GiB short of one 8,192-token request" in out
