@@ -274,7 +274,8 @@ def load_parts(folder: Path = PARTS_DIR) -> dict[str, Part]:
     parts: dict[str, Part] = {}
     for path in sorted(folder.glob("*.yaml")):
         data = _read(path, problems)
-        kind = PART_KINDS.get(data.get("kind")) if isinstance(data, dict) else None
+        raw_kind = data.get("kind") if isinstance(data, dict) else None
+        kind = PART_KINDS.get(raw_kind) if isinstance(raw_kind, str) else None
         if kind is None:
             if data is not None:
                 problems.append(Problem(str(path), path.stem, "kind",
@@ -399,7 +400,7 @@ def _node_part(scenario: Scenario, node: NodeEntry, parts: dict[str, Part], file
     if isinstance(part, LlmPart) and not part.explicit:
         for field, message in _llm_missing(part):
             problems.append(Problem(file, node.name, field, message))
-    return part  # type: ignore[return-value]
+    return part
 
 
 def _llm_missing(part: LlmPart) -> list[tuple[str, str]]:

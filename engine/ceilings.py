@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.arch import Experts
+from engine.results import Ceiling
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ def bandwidth_concurrency(
 
 def binding_ceiling(
     slots: int, bw_concurrency: int, step: StepModel, kv_tokens_per_stream: float
-) -> str:
+) -> Ceiling:
     """Which ceiling stops the batch: ``kv``, ``bandwidth`` or ``compute``."""
     if slots <= bw_concurrency:
         return "kv"
