@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint typecheck test test-all goldens site bench all clean
+.PHONY: install lint typecheck test goldens site sweep bench browser-deps all clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,20 @@ install: $(STAMP)
 
 lint: install
 	$(BIN)/ruff check .
+
+typecheck: install
+	$(BIN)/mypy --strict engine/capacity.py engine/ceilings.py engine/kv.py engine/memory.py \
+		engine/bands.py engine/params.py engine/arch.py engine/inputs.py engine/results.py catalog
+
+sweep: install
+	$(BIN)/backpressure sweep --out build/sweep
+
+site: install
+	$(BIN)/backpressure build --out site
+
+# Debian's chromium for the real-browser tests (never a downloaded browser build).
+browser-deps:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
 
 test: install
 	$(BIN)/python -m pytest -q

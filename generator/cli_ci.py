@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from catalog.errors import CatalogError
-from generator.cli_estimate import BadInput, load
+from generator.cli_options import BadInput, catalog_option, jobs_option, load
 from generator.cli_sweep import make_progress
 from generator.sweep import default_jobs
 
@@ -24,13 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
     show_default=True,
     help="Published site holding api/configs/<id>.json (for ids and permalinks).",
 )
-@click.option(
-    "--catalog",
-    "catalog_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Catalog directory (default: the bundled catalog).",
-)
+@catalog_option
 def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> None:
     """Recompute TARGET (config id, permalink, URL or published JSON) and compare.
 
@@ -66,12 +60,7 @@ def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> Non
     show_default=True,
     help="Sweep cache directory.",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1, max=256),
-    default=None,
-    help="Worker processes (default: one per core).",
-)
+@jobs_option
 def diff_command(old: str, new: str, tolerance: float, work: Path, jobs: int | None) -> None:
     """Configs whose verdict, slots or breaking points moved from OLD to NEW.
 
@@ -98,13 +87,7 @@ def diff_command(old: str, new: str, tolerance: float, work: Path, jobs: int | N
     is_flag=True,
     help="Rewrite the goldens (the commit must say why the old numbers were wrong).",
 )
-@click.option(
-    "--catalog",
-    "catalog_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Catalog directory (default: the bundled catalog).",
-)
+@catalog_option
 def goldens_command(update: bool, catalog_dir: Path | None) -> None:
     """Check the frozen goldens against a recomputation (exit 1 on any difference)."""
     from generator import goldens

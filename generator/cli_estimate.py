@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from catalog.errors import CatalogError
-from catalog.loader import Catalog, load_catalog
+from generator.cli_options import BadInput, catalog_option, load
 from generator.estimate import (
     AdHocDevice,
     EstimateArgs,
@@ -23,35 +22,8 @@ from generator.resolve import ComboError, LookupError_
 POSITIVE = click.FloatRange(min=0, min_open=True)
 
 
-class BadInput(click.ClickException):
-    """One clear line on stderr, exit code 2."""
-
-    exit_code = 2
-
-    def show(self, file: object = None) -> None:
-        """Print the message as one line per problem, prefixed with the program name."""
-        click.echo(f"backpressure: error: {self.format_message()}", err=True)
-
-
-def load(catalog_dir: Path | None) -> Catalog:
-    """Load the catalog or fail with every problem, one per line."""
-    try:
-        return load_catalog(catalog_dir)
-    except CatalogError as exc:
-        raise BadInput("\n".join(str(p) for p in exc.problems)) from exc
-
-
 def _dump(obj: object) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
-
-
-catalog_option = click.option(
-    "--catalog",
-    "catalog_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Catalog directory (default: the bundled catalog).",
-)
 
 
 @click.command("estimate")

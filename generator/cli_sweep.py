@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from catalog.errors import CatalogError
-from generator.cli_estimate import BadInput
+from generator.cli_options import BadInput, catalog_option, jobs_option
 from generator.sweep import Progress, default_jobs, run_sweep
 
 PLAIN_EVERY_S = 10.0  # how often a non-terminal gets a progress line
@@ -45,13 +45,7 @@ def make_progress(stream: object = None) -> tuple[Progress, object]:
 
 
 @click.command("sweep")
-@click.option(
-    "--catalog",
-    "catalog_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Catalog directory (default: the bundled catalog).",
-)
+@catalog_option
 @click.option(
     "--out",
     "out_dir",
@@ -60,12 +54,7 @@ def make_progress(stream: object = None) -> tuple[Progress, object]:
     show_default=True,
     help="Output directory.",
 )
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1, max=256),
-    default=None,
-    help="Worker processes (default: one per core).",
-)
+@jobs_option
 def sweep_command(catalog_dir: Path | None, out_dir: Path, jobs: int | None) -> None:
     """Sweep every GPU x model x quant x context into OUT/results.csv."""
     progress, bar = make_progress()
