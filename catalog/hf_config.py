@@ -67,6 +67,15 @@ def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
     return value
 
 
+def _int_list(cfg: Mapping[str, Any], key: str) -> list[int]:
+    value = cfg.get(key) or []
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        raise ConfigError(f"config.json: '{key}' must be a list of integers")
+    return value
+
+
 def _head_dim(cfg: Mapping[str, Any]) -> int:
     heads = _int(cfg, "num_attention_heads")
     if heads == 0:
@@ -78,7 +87,7 @@ def _head_dim(cfg: Mapping[str, Any]) -> int:
 
 def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...]:
     """Sliding window of every layer (0 = global attention)."""
-    window = cfg.get("sliding_window")
+    window = _int(cfg, "sliding_window", 0) if cfg.get("sliding_window") is not None else 0
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list) and len(layer_types) == layers and window:
         return tuple(window if t == "sliding_attention" else 0 for t in layer_types)
@@ -94,6 +103,8 @@ def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...
         return tuple(window if i % 2 == 0 else 0 for i in range(layers))
     if family == "gemma3":
         pattern = _int(cfg, "sliding_window_pattern", 6)
+        if pattern == 0:
+            raise ConfigError("config.json: 'sliding_window_pattern' must be positive")
         return tuple(0 if (i + 1) % pattern == 0 else window for i in range(layers))
     return (window,) * layers
 
@@ -109,14 +120,19 @@ def _gqa_layer(cfg: Mapping[str, Any], qkv_bias: bool, qk_norm: bool, norms: int
     return _Layer(attention, mlp, mlp, norms * hidden)
 
 
+def _experts_per_token(cfg: Mapping[str, Any], experts: int) -> int:
+    k = _int(cfg, "num_experts_per_tok")
+    if k == 0 or k > experts:
+        raise ConfigError("config.json: 'num_experts_per_tok' must be between 1 and the experts")
+    return k
+
+
 def _moe_layer(
     cfg: Mapping[str, Any], base: _Layer, experts_key: str, intermediate_key: str
 ) -> tuple[_Layer, Experts]:
     hidden = _int(cfg, "hidden_size")
     n = _int(cfg, experts_key)
-    k = _int(cfg, "num_experts_per_tok")
-    if k == 0 or k > n:
-        raise ConfigError("config.json: 'num_experts_per_tok' must be between 1 and the experts")
+    k = _experts_per_token(cfg, n)
     expert = gated_mlp_params(hidden, _int(cfg, intermediate_key))
     router = hidden * n
     layer = _Layer(base.attention, n * expert + router, k * expert + router, base.norms)
@@ -187,7 +203,7 @@ def _parse_qwen3_moe(cfg: Mapping[str, Any]) -> ModelArch:
     base = _gqa_layer({**cfg, "intermediate_size": cfg.get("intermediate_size", 0)}, False, True, 2)
     layer, experts = _moe_layer(cfg, base, "num_experts", "moe_intermediate_size")
     n_layers = _int(cfg, "num_hidden_layers")
-    dense_only = set(cfg.get("mlp_only_layers") or [])
+    dense_only = set(_int_list(cfg, "mlp_only_layers"))
     step = _int(cfg, "decoder_sparse_step", 1) or 1
     is_moe = [i not in dense_only and (i + 1) % step == 0 for i in range(n_layers)]
     layers = [layer if moe else base for moe in is_moe]
@@ -213,7 +229,7 @@ def _parse_deepseek(cfg: Mapping[str, Any]) -> ModelArch:
     )
     n_layers = _int(cfg, "num_hidden_layers")
     n_experts = _int(cfg, "n_routed_experts")
-    k = _int(cfg, "num_experts_per_tok")
+    k = _experts_per_token(cfg, n_experts)
     expert = gated_mlp_params(hidden, _int(cfg, "moe_intermediate_size"))
     shared = _int(cfg, "n_shared_experts", 0) * expert
     # V3's router keeps a per-expert score-correction bias (topk_method noaux_tc).
