@@ -22,7 +22,7 @@ WIDENINGS: dict[str, tuple[int, str]] = {
     "moe": (
         15,
         "mixture-of-experts: per-expert kernels vary by runtime (about 30 % median "
-        "single-stream error in benchmarks/calibration-report.txt)",
+        "single-stream error against published measurements)",
     ),
     "heuristic": (10, "KV cost from the 0.017 MiB/B heuristic, architecture unknown"),
     "no_bandwidth": (10, "no bandwidth figure: decode ceiling not computed"),
