@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint typecheck test goldens site sweep bench browser-deps all clean
+.PHONY: install lint typecheck test goldens site sweep bench bench-site browser-deps all clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -25,11 +25,14 @@ sweep: install
 	$(BIN)/backpressure sweep --out build/sweep
 
 site: install
-	$(BIN)/backpressure build --out site
+	$(BIN)/backpressure build --out site --jobs 2
+
+bench-site: install
+	$(BIN)/python benchmarks/bench_site.py
 
 # Debian's chromium for the real-browser tests (never a downloaded browser build).
 browser-deps:
-	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-dejavu-core)
 
 test: install
 	$(BIN)/python -m pytest -q

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from generator.cli_build import build_command
 from generator.cli_ci import diff_command, goldens_command, verify_command
 from generator.cli_estimate import catalog_command, estimate_command
 from generator.cli_simulate import simulate_command
@@ -20,6 +21,7 @@ cli.add_command(estimate_command)
 cli.add_command(catalog_command)
 cli.add_command(simulate_command)
 cli.add_command(sweep_command)
+cli.add_command(build_command)
 cli.add_command(verify_command)
 cli.add_command(diff_command)
 cli.add_command(goldens_command)

@@ -1,0 +1,204 @@
+"""The site's filesystem side: one Writer, the mkdocs build, the shell, validation, publishing.
+
+Everything here writes; nothing here decides what a page says.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import posixpath
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from markupsafe import escape
+
+SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+TITLE_MARK = "BP-SHELL-TITLE"
+DESC_MARK = "BP-SHELL-DESCRIPTION"
+BODY_MARK = "BP-SHELL-CONTENT"
+SHELL_DIR = "gpu/_shell"
+_LINK = re.compile(r'(?:href|src)="([^"#?]*)[^"]*"')
+
+
+class SiteError(Exception):
+    """The build produced something unsafe or broken; the old site stays in place."""
+
+
+def safe_rel(rel: str) -> str:
+    """``rel`` if it is a plain relative path of safe segments, else SiteError."""
+    parts = rel.split("/")
+    if rel.startswith("/") or "\\" in rel or not all(SEGMENT.match(p) for p in parts if p):
+        raise SiteError(f"refusing to write outside the site: {rel!r}")
+    if any(p in (".", "..") for p in parts):
+        raise SiteError(f"refusing to write outside the site: {rel!r}")
+    return rel
+
+
+class Writer:
+    """Owns a directory: every file of the build is written through it, and counted."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        self.files = 0
+        self.bytes = 0
+
+    def path(self, rel: str) -> Path:
+        """Where ``rel`` lands; refuses anything that would leave the root."""
+        target = (self.root / safe_rel(rel)).resolve()
+        if self.root not in target.parents:
+            raise SiteError(f"refusing to write outside the site: {rel!r}")
+        return target
+
+    def write(self, rel: str, data: str | bytes) -> None:
+        """Write one file (text as UTF-8, LF line ends)."""
+        target = self.path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        target.write_bytes(raw)
+        self.files += 1
+        self.bytes += len(raw)
+
+    def copy_tree(self, src: Path, rel: str) -> None:
+        """Copy every file under ``src`` to ``rel`` in sorted order."""
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            self.write(posixpath.join(rel, path.relative_to(src).as_posix()), path.read_bytes())
+
+
+def mkdocs_build(config_file: Path, docs_dir: Path, site_dir: Path) -> None:
+    """Run a strict mkdocs build of ``docs_dir`` into ``site_dir``."""
+    from mkdocs.commands.build import build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import MkDocsException
+
+    cfg = load_config(
+        config_file=str(config_file),
+        docs_dir=str(docs_dir),
+        site_dir=str(site_dir),
+        strict=True,
+    )
+    # mkdocs reports through logging: collect its warnings so a strict failure
+    # says what went wrong, and keep its info chatter out of our output.
+    log = logging.getLogger("mkdocs")
+    seen = _Collect()
+    log.addHandler(seen)
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        build(cfg)
+    except (MkDocsException, SystemExit) as exc:
+        detail = "; ".join(seen.messages[:5])
+        raise SiteError(f"mkdocs build failed: {exc} {detail}".strip()) from exc
+    finally:
+        log.removeHandler(seen)
+        log.setLevel(level)
+
+
+class _Collect(logging.Handler):
+    """Keeps the text of every warning mkdocs logs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@dataclass(frozen=True, slots=True)
+class Shell:
+    """The chrome of an mkdocs page, split around its content."""
+
+    head: str
+    tail: str
+
+    def wrap(self, title: str, description: str, body: str) -> str:
+        """A full HTML page: this chrome around ``body``."""
+        t, d = str(escape(title)), str(escape(description))
+        head = self.head.replace(TITLE_MARK, t).replace(DESC_MARK, d)
+        return head + body + self.tail.replace(TITLE_MARK, t)
+
+
+def shell_rel(depth: int) -> str:
+    """The scratch page whose output sits ``depth`` directories deep (as config pages do)."""
+    return "/".join([SHELL_DIR, *[f"d{i}" for i in range(depth - 2)]])
+
+
+def read_shell(site_dir: Path, depth: int) -> Shell:
+    """Load the built shell page for ``depth`` and split it at the content marker."""
+    html = (site_dir / shell_rel(depth) / "index.html").read_text(encoding="utf-8")
+    mark = f"<p>{BODY_MARK}</p>"
+    if html.count(mark) != 1:
+        raise SiteError(f"shell page at depth {depth}: content marker not found exactly once")
+    head, tail = html.split(mark)
+    return Shell(head, tail)
+
+
+def drop_shells(site_dir: Path) -> None:
+    """Remove the shell pages from the output once they have been read."""
+    shutil.rmtree(site_dir / SHELL_DIR, ignore_errors=True)
+
+
+def write_sitemap(w: Writer, site_url: str, pages: list[str]) -> None:
+    """Replace mkdocs' sitemap, whose dates change with every build, by one without dates.
+
+    ``pages`` are site-relative directory URLs. Without a ``site_url`` there are
+    no absolute addresses to list, so there is no sitemap.
+    """
+    for name in ("sitemap.xml", "sitemap.xml.gz"):
+        w.path(name).unlink(missing_ok=True)
+    if not site_url:
+        return
+    base = site_url.rstrip("/") + "/"
+    locs = "".join(f"<url><loc>{escape(base + p)}</loc></url>\n" for p in sorted(pages))
+    xml = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        f"{locs}</urlset>\n"
+    )
+    w.write("sitemap.xml", xml)
+    w.write("sitemap.xml.gz", gzip.compress(xml.encode("utf-8"), mtime=0))
+
+
+def site_files(site_dir: Path) -> set[str]:
+    """Every file of the built site, as site-relative POSIX paths."""
+    out = set()
+    for base, _dirs, files in os.walk(site_dir):
+        rel = Path(base).relative_to(site_dir).as_posix()
+        for name in files:
+            out.add(name if rel == "." else f"{rel}/{name}")
+    return out
+
+
+def broken_links(site_dir: Path, files: set[str], limit: int = 20) -> list[str]:
+    """Relative href/src targets in the HTML pages that resolve to no file (first ``limit``)."""
+    bad: list[str] = []
+    for page in sorted(f for f in files if f.endswith(".html")):
+        text = (site_dir / page).read_text(encoding="utf-8")
+        base = posixpath.dirname(page)
+        for target in set(_LINK.findall(text)):
+            if not target or re.match(r"^[a-z]+:", target) or target.startswith("//"):
+                continue
+            # Root-absolute links (mkdocs writes them on 404.html) resolve from the site root.
+            joined = target.lstrip("/") if target.startswith("/") else posixpath.join(base, target)
+            rel = posixpath.normpath(joined)
+            if target.endswith("/") or rel in ("", "."):
+                rel = posixpath.join(rel, "index.html") if rel not in ("", ".") else "index.html"
+            if rel.startswith("../") or rel not in files:
+                bad.append(f"{page}: {target}")
+                if len(bad) >= limit:
+                    return bad
+    return bad
+
+
+def publish(tmp: Path, out: Path) -> None:
+    """Swap the validated build in: ``tmp`` becomes ``out``; the old site goes only after."""
+    old = out.with_name(out.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if out.exists():
+        out.rename(old)
+    tmp.rename(out)
+    shutil.rmtree(old, ignore_errors=True)

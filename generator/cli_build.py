@@ -1,0 +1,70 @@
+"""``backpressure build``: sweep (or reuse a sweep), then build the site."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+
+def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> Path:
+    """The directory holding results.csv and curves.jsonl, running the sweep if needed."""
+    if results is not None:
+        return results
+    from generator.sweep import run_sweep  # lazy: the sweep pulls in the simulation
+
+    sweep_dir = out.with_name(out.name + ".sweep")
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    run_sweep(catalog, sweep_dir, jobs)
+    return sweep_dir
+
+
+@click.command("build")
+@click.option(
+    "--catalog",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Catalog directory (default: the bundled catalog).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("site"),
+    show_default=True,
+    help="Where the site goes; replaced only after a successful build.",
+)
+@click.option(
+    "--results",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Reuse this sweep output (results.csv, curves.jsonl) instead of sweeping.",
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sweep processes."
+)
+@click.option(
+    "--config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="mkdocs.yml to build with (default: the project's).",
+)
+def build_command(
+    catalog: Path | None, out: Path, results: Path | None, jobs: int, config_file: Path | None
+) -> None:
+    """Sweep the catalog (or reuse --results) and build the static site into --out."""
+    from catalog.errors import CatalogError
+    from generator.assemble import SiteError
+    from generator.site import MKDOCS_YML, build_site
+
+    start = time.perf_counter()
+    results_dir = _sweep(catalog, results, out, jobs)
+    try:
+        report = build_site(results_dir, out, catalog, config_file or MKDOCS_YML)
+    except (SiteError, CatalogError, FileNotFoundError) as exc:
+        raise click.ClickException(f"{exc} (the previous site, if any, is unchanged)") from exc
+    avg = report.html_bytes / max(report.pages, 1) / 1024
+    click.echo(
+        f"built {out}: {report.configs:,} configs, {report.pages:,} pages "
+        f"(average {avg:.1f} KiB), {report.files:,} files in {time.perf_counter() - start:.1f} s"
+    )

@@ -1,0 +1,89 @@
+"""Scenario pages: each catalog scenario run once, per-node health over time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.sim_model import TICK_S
+from generator.site_svg import sketch
+
+HEALTH = (
+    ("utilization", "utilization"),
+    ("backlog", "queue depth"),
+    ("p99_ms", "p99 [ms]"),
+    ("error_budget_left", "error budget left"),
+)
+
+
+MAX_POINTS = 300
+
+
+def _per_second(rows: list[Any]) -> list[dict[str, Any]]:
+    """Tick rows folded to at most 300 points per node and metric (the worst tick of each)."""
+    ticks = max((r.tick for r in rows), default=0) + 1
+    per = max(round(1 / TICK_S), -(-ticks // MAX_POINTS))
+    worst: dict[tuple[str, int, str], float] = {}
+    for r in rows:
+        second = r.tick // per
+        for field, label in HEALTH:
+            key = (r.node, second, label)
+            value = float(getattr(r, field))
+            if field == "error_budget_left":
+                worst[key] = min(worst.get(key, value), value)
+            else:
+                worst[key] = max(worst.get(key, value), value)
+    return [
+        {
+            "node": node,
+            "t": float(f"{second * per * TICK_S:.4g}"),
+            "metric": label,
+            "value": float(f"{v:.4g}"),
+        }
+        for (node, second, label), v in worst.items()
+    ]
+
+
+def scenario_contexts(folder: Path) -> list[dict[str, Any]]:
+    """One page context per scenario file in ``folder``; empty if there is none."""
+    from catalog.scenario import load_scenario
+    from engine.sim import tick_rows
+    from generator.simulate import build_spec, human_run, run, run_sweep
+
+    out = []
+    for path in sorted(folder.glob("*.yaml")):
+        loaded = load_scenario(path)
+        sc = loaded.scenario
+        levels = [sc.sweep.start_rps + i * sc.sweep.step_rps for i in range(sc.sweep.points)]
+        swept = run_sweep(build_spec(loaded), levels, sc.seed)
+        # The timeline is the run at the breaking rate: the moment worth seeing.
+        at = swept.breaking_rps or sc.load.level_rps
+        result = run(build_spec(loaded, rps=at), sc.seed)
+        health = _per_second(tick_rows(result))
+        out.append(
+            {
+                "breaking_rps": swept.breaking_rps,
+                "bottleneck": swept.bottleneck,
+                "failing": f"{swept.failing_node} ({swept.failing_rule})"
+                if swept.failing_node
+                else "",
+                "levels": f"{levels[0]:,g} to {levels[-1]:,g} rps, step {sc.sweep.step_rps:,g}",
+                "duration": sc.duration_s,
+                "id": sc.id,
+                "name": sc.name,
+                "description": sc.description or "",
+                "report": human_run(result, sc.seed),
+                "chart_data": {"health": {"health": health}},
+                "fallback": sketch(
+                    [h for h in health if h["metric"] == "utilization"],
+                    "node",
+                    "t",
+                    "value",
+                    False,
+                    False,
+                    "utilization per node over time",
+                ),
+                "root": "../../",
+            }
+        )
+    return out

@@ -1,0 +1,57 @@
+/* Config pages: draw the charts from the shared specs and this page's data; copy buttons. */
+(function () {
+  "use strict";
+
+  // "container" widths do not reach facets or dual-axis layers, so every chart
+  // gets the box's width in pixels, less room for axes and legend.
+  function sized(spec, width) {
+    var w = Math.max(240, width - 150);
+    if (spec.width === "container") spec.width = w;
+    if (spec.spec && spec.spec.width === "container") spec.spec = Object.assign({}, spec.spec, { width: w });
+    return spec;
+  }
+
+  function drawCharts() {
+    var holder = document.getElementById("bp-chart-data");
+    if (!holder || !window.vegaEmbed || !window.BP_SPECS) return;
+    var data = JSON.parse(holder.textContent);
+    document.querySelectorAll(".bp-chart[data-kind]").forEach(function (box) {
+      var kind = box.getAttribute("data-kind");
+      if (!data[kind] || !window.BP_SPECS[kind]) return;
+      var spec = sized(Object.assign({}, window.BP_SPECS[kind], { datasets: data[kind] }), box.clientWidth);
+      var target = document.createElement("div");
+      target.className = "bp-vega";
+      box.appendChild(target);
+      window.vegaEmbed(target, spec, { actions: false, renderer: "svg" }).then(function () {
+        box.querySelectorAll(".bp-sketch").forEach(function (el) { el.remove(); });
+        box.setAttribute("data-rendered", "svg");
+      }).catch(function (err) {
+        target.remove();
+        console.warn("chart " + kind + " kept its static fallback: " + err);
+      });
+    });
+  }
+
+  function absolutizeSnippet() {
+    var code = document.getElementById("bp-snippet");
+    if (!code || code.textContent.indexOf("](/") < 0 && code.textContent.indexOf("(/") < 0) return;
+    var base = new URL(code.getAttribute("data-root") || "./", window.location.href).href.replace(/\/$/, "");
+    code.textContent = code.textContent.split("(/").join("(" + base + "/");
+  }
+
+  function copyButtons() {
+    document.querySelectorAll("button[data-copy]").forEach(function (btn) {
+      btn.addEventListener("click", function () {
+        var el = document.getElementById(btn.getAttribute("data-copy"));
+        if (!el || !navigator.clipboard) return;
+        navigator.clipboard.writeText(el.textContent).then(function () {
+          btn.textContent = "Copied";
+        });
+      });
+    });
+  }
+
+  absolutizeSnippet();
+  copyButtons();
+  drawCharts();
+})();

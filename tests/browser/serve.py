@@ -1,0 +1,72 @@
+"""Serve a built site on 127.0.0.1 and drive Debian's chromium against it.
+
+Used by the browser test and, run as a script, to take screenshots for review:
+``python tests/browser/serve.py SITE_DIR OUT_DIR PATH [PATH ...]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def serve(site: Path) -> Iterator[str]:
+    """Serve ``site`` on an ephemeral 127.0.0.1 port; yields the base URL."""
+    handler = functools.partial(_Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def screenshots(site: Path, out: Path, paths: list[str], width: int = 1280) -> list[Path]:
+    """Full-page PNGs of ``paths`` (site-relative) after charts have rendered."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    shots = []
+    with serve(site) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        for rel in paths:
+            page.goto(base + rel)
+            page.wait_for_load_state("networkidle")
+            if page.query_selector(".bp-chart"):
+                page.wait_for_selector(".bp-chart[data-rendered]", timeout=15000)
+            name = rel.strip("/").replace("/", "_") or "home"
+            shot = out / f"{name}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            shots.append(shot)
+        browser.close()
+    return shots
+
+
+if __name__ == "__main__":
+    for shot in screenshots(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]):
+        sys.stdout.write(f"{shot}\n")

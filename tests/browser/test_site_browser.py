@@ -1,0 +1,72 @@
+"""A real browser against the built site: search, a config page, a chart drawn as SVG.
+
+Runs Debian's chromium (never a downloaded browser) against a local http.server;
+every request the page makes must stay on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from generator.site import build_site
+from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.generator.fixtures import write_fixture
+
+pytestmark = pytest.mark.browser
+
+if not Path(CHROMIUM).exists():  # CI installs it; a bare dev machine may not have it
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run must install Debian's chromium")
+    pytest.skip(f"{CHROMIUM} not installed", allow_module_level=True)
+
+FIT = "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, cat):
+    base = tmp_path_factory.mktemp("browser")
+    write_fixture(base / "sweep", cat=cat)
+    build_site(base / "sweep", base / "site")
+    return base / "site"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def test_search_then_config_page_draws_svg_chart(site, browser):
+    requests: list[str] = []
+    errors: list[str] = []
+    with serve(site) as base:
+        page = browser.new_page()
+        page.on("request", lambda r: requests.append(r.url))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+
+        page.goto(base)
+        page.wait_for_selector("#bp-search input")
+        page.fill("#bp-search input", "4090 llama 3.1 8b q4")
+        link = page.wait_for_selector(f'.pagefind-ui__result-link[href*="{FIT}"]', timeout=15000)
+        link.click()
+        page.wait_for_url(f"**/{FIT}")
+
+        page.wait_for_selector(
+            '.bp-chart[data-kind="breaking"][data-rendered="svg"]', timeout=15000
+        )
+        assert page.locator('.bp-chart[data-kind="breaking"] svg.marks').count() == 1
+        assert page.locator(".bp-chart[data-rendered] .bp-sketch").count() == 0
+        page.close()
+
+    assert errors == []
+    hosts = {urlparse(u).hostname for u in requests if not u.startswith(("data:", "blob:"))}
+    assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)

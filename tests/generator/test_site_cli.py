@@ -1,0 +1,47 @@
+"""``backpressure build``: thin command over build_site, sweeping only when asked."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from generator.cli_build import build_command
+from tests.generator.fixtures import write_fixture
+
+
+def test_build_reuses_results(tmp_path, cat):
+    write_fixture(tmp_path / "sweep", cat=cat)
+    out = tmp_path / "site"
+    res = CliRunner().invoke(
+        build_command, ["--results", str(tmp_path / "sweep"), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert "11 configs" in res.output
+    assert (out / "index.html").is_file()
+
+
+def test_build_runs_the_sweep_when_no_results(tmp_path, cat, monkeypatch):
+    import generator.sweep
+
+    calls = []
+
+    def fake_sweep(catalog_dir, out_dir, jobs=1):
+        calls.append((catalog_dir, out_dir, jobs))
+        write_fixture(out_dir, cat=cat)
+        return out_dir / "results.csv"
+
+    monkeypatch.setattr(generator.sweep, "run_sweep", fake_sweep)
+    out = tmp_path / "site"
+    res = CliRunner().invoke(build_command, ["--out", str(out), "--jobs", "2"])
+    assert res.exit_code == 0, res.output
+    assert calls == [(None, tmp_path / "site.sweep", 2)]
+    assert (out / "api" / "configs.json").is_file()
+
+
+def test_build_failure_is_one_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(
+        build_command, ["--results", str(tmp_path / "empty"), "--out", str(tmp_path / "site")]
+    )
+    assert res.exit_code == 1
+    assert "previous site" in res.output
+    assert not (tmp_path / "site").exists()
