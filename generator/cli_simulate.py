@@ -26,21 +26,48 @@ class ScenarioError(click.ClickException):
 
 @click.command("simulate")
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None,
-              help="mulberry32 seed (default: the scenario's).")
-@click.option("--rps", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Load level in requests/s (default: the scenario's).")
-@click.option("--duration", "duration_s", type=click.FloatRange(min=0.1, max=86_400),
-              default=None, help="Simulated seconds per run (default: the scenario's).")
-@click.option("--ticks", "ticks_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Write every node's per-tick record (CSV, or JSON lines "
-                                 "for .jsonl) at fixed precision.")
-@click.option("--sweep", "do_sweep", is_flag=True,
-              help="Run the scenario's load levels and report the breaking point.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=None,
+    help="mulberry32 seed (default: the scenario's).",
+)
+@click.option(
+    "--rps",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Load level in requests/s (default: the scenario's).",
+)
+@click.option(
+    "--duration",
+    "duration_s",
+    type=click.FloatRange(min=0.1, max=86_400),
+    default=None,
+    help="Simulated seconds per run (default: the scenario's).",
+)
+@click.option(
+    "--ticks",
+    "ticks_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write every node's per-tick record (CSV, or JSON lines for .jsonl) at fixed precision.",
+)
+@click.option(
+    "--sweep",
+    "do_sweep",
+    is_flag=True,
+    help="Run the scenario's load levels and report the breaking point.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def simulate_command(scenario: Path, seed: int | None, rps: float | None,
-                     duration_s: float | None, ticks_path: Path | None, do_sweep: bool,
-                     as_json: bool) -> None:
+def simulate_command(
+    scenario: Path,
+    seed: int | None,
+    rps: float | None,
+    duration_s: float | None,
+    ticks_path: Path | None,
+    do_sweep: bool,
+    as_json: bool,
+) -> None:
     """Simulate SCENARIO (a YAML file) tick by tick and report each node's health."""
     from catalog.scenario import load_scenario
     from generator import simulate as sim
@@ -55,8 +82,11 @@ def simulate_command(scenario: Path, seed: int | None, rps: float | None,
     seed = loaded.scenario.seed if seed is None else seed
     if do_sweep:
         report = sim.run_sweep(spec, loaded.scenario.sweep.levels(), seed)
-        text = sim.sweep_json(report, spec, seed) if as_json else "\n".join(
-            sim.human_sweep(report, spec))
+        text = (
+            sim.sweep_json(report, spec, seed)
+            if as_json
+            else "\n".join(sim.human_sweep(report, spec))
+        )
         click.echo(text)
         return
     result = sim.run(spec, seed)

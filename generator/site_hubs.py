@@ -10,12 +10,11 @@ from catalog.loader import Catalog
 from engine.kv import kv_bytes_per_token, kv_bytes_per_token_heuristic
 from generator.pages import device_name, names
 from generator.records import ResultRow, context_label
+from generator.resolve import AUTO_KV_BYTES
 
 HEADLINE_MODELS = ("llama-3.1-8b", "mistral-small-24b", "qwen2.5-32b", "llama-3.3-70b")
 HEADLINE_QUANT = "q4_k_m"
 HEADLINE_CONTEXT = 8192
-# Bytes per KV element of the 'auto' cache dtype (f16/bf16), as the sweep costs it.
-AUTO_KV_BYTES = 2
 
 
 @dataclass(frozen=True, slots=True)
