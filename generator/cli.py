@@ -30,7 +30,8 @@ cli.add_command(goldens_command)
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code instead of raising SystemExit."""
     try:
-        cli.main(args=argv, prog_name="backpressure", standalone_mode=False)
+        # Outside standalone mode click returns an Exit's code instead of raising it.
+        code = cli.main(args=argv, prog_name="backpressure", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 1
@@ -43,4 +44,4 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
-    return 0
+    return code if isinstance(code, int) else 0
