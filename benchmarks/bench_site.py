@@ -9,13 +9,20 @@ from the engine, curves from the test fixture's stand-in), then:
 3. in headless chromium: the bytes a visitor downloads from typing a query to the
    first Pagefind result, and how long that takes.
 
+With ``--incremental``, instead: a full build, then rebuilds after an edit to
+one GPU's YAML (``--gpu``; its bandwidth), timed phase by phase, with the
+incremental-to-full ratio with and without the mkdocs and Pagefind steps
+(see :func:`incremental`).
+
 Usage: python benchmarks/bench_site.py [--limit N] [--sample N] [--keep DIR]
+       python benchmarks/bench_site.py --incremental [--limit N] [--gpu ID] [--report FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import re
 import shutil
 import sys
 import tempfile
@@ -86,7 +93,7 @@ def mkdocs_sample(cat: Catalog, sweep: Path, n: int) -> dict[str, float]:
         for row in rows:
             c = m.curves.get(row.config_id)
             data = charts.datasets_for(row, c, 2000.0)
-            ctx = config_context(cat, row, c, m.by_model, data)
+            ctx = config_context(cat, row, c, m.nearest.get(row.config_id, []), data)
             ctx.update(fallback=fallbacks(data), badge_alt="", snippet="")
             body = env.get_template("config.html.j2").render(**ctx)
             page = docs / row.permalink.rstrip("/")
@@ -142,6 +149,112 @@ def pagefind_query(site: Path) -> dict[str, float]:
     }
 
 
+EXTERNAL = ("mkdocs", "pagefind")  # the steps the 0.15 target leaves out
+
+
+def _phases(phases: tuple[tuple[str, float], ...]) -> dict[str, float]:
+    out = dict(phases)
+    out["total"] = sum(out.values())
+    out["before mkdocs"] = out["total"] - sum(out.get(k, 0.0) for k in EXTERNAL)
+    return out
+
+
+def _edit_bandwidth(catalog: Path, gpu: str) -> None:
+    """Raise one GPU's memory bandwidth by a tenth in a catalog copy."""
+    path = catalog / "gpus" / f"{gpu}.yaml"
+    text = path.read_text(encoding="utf-8")
+    m = re.search(r"^bandwidth_bytes_per_s: ([0-9_]+)$", text, re.M)
+    if m is None:
+        raise SystemExit(f"{path}: no bandwidth_bytes_per_s line")
+    new = int(m.group(1).replace("_", "")) * 11 // 10
+    path.write_text(text.replace(m.group(0), f"bandwidth_bytes_per_s: {new}"), encoding="utf-8")
+
+
+def incremental(limit: int, gpu: str) -> list[str]:
+    """Full build vs rebuilds after one GPU edit; returns the report lines.
+
+    Runs, in order, on one output directory and its render cache:
+
+    - ``full``: the first build (no site, no cache);
+    - ``full again``: ``--full`` over it (every page re-rendered);
+    - ``no change``: a rebuild of the same inputs;
+    - ``one GPU``: after the edit (the GPU's bandwidth +10 %);
+    - ``next edit``: after the same edit again: the steady state, where the
+      workspace is the tree of two builds ago and the files the edit before
+      made obsolete are freed (see ``RenderCache.empty_trash``);
+    - ``cold``: after the edit again, the site and the workspace deleted and only
+      the render cache kept (a CI job that restores the cache alone).
+
+    The synthetic sweep is rewritten in full after each edit and is not timed:
+    ``backpressure build``'s own sweep recomputes only the edited GPU's rows.
+    """
+    work = Path(tempfile.mkdtemp(prefix="bench-incremental-"))
+    lines: list[str] = []
+    try:
+        catalog = work / "catalog"
+        shutil.copytree(ROOT / "catalog", catalog, ignore=shutil.ignore_patterns("*.py", "__*"))
+        cat = load_catalog(catalog)
+        todo = combos(cat, limit)
+        sweep, site = work / "sweep", work / "site"
+        write_fixture(sweep, todo, cat)
+        runs: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
+
+        def run(name: str, **kwargs: bool) -> None:
+            r = build_site(sweep, site, catalog, **kwargs)
+            wall, cpu = _phases(r.phases), _phases(r.cpu)
+            runs[name] = wall, cpu
+            lines.append(
+                f"{name}: {wall['total']:.1f} s ({cpu['total']:.1f} s CPU), "
+                f"{len(r.rendered):,} configs rendered, {len(r.changed):,} files changed, "
+                f"{len(r.removed):,} removed"
+            )
+            lines.append("    " + ", ".join(f"{k} {v:.2f}" for k, v in r.phases))
+            print("\n".join(lines[-2:]), flush=True)
+
+        lines += [
+            f"python benchmarks/bench_site.py --incremental --gpu {gpu}"
+            + (f" --limit {limit}" if limit else ""),
+            f"{len(todo):,} configs (synthetic sweep); the edit: {gpu} bandwidth +10 %",
+            "phases [s]: gather (sweep tables, catalog, scenario pages), mkdocs (hub pages), "
+            "configs (config pages, JSON index, sitemap), pagefind, validate (links), "
+            "compare (with the site replaced), publish (swap, cache index, prune)",
+            "",
+        ]
+        print("\n".join(lines), flush=True)
+        run("full")
+        run("full again", full=True)
+        run("no change")
+        for name in ("one GPU", "next edit"):
+            _edit_bandwidth(catalog, gpu)
+            write_fixture(sweep, todo, load_catalog(catalog))
+            run(name)
+        _edit_bandwidth(catalog, gpu)
+        write_fixture(sweep, todo, load_catalog(catalog))
+        shutil.rmtree(site)
+        shutil.rmtree(work / "site.old", ignore_errors=True)
+        run("cold")
+        lines.append("")
+        for ref in ("full", "full again"):
+            for inc in ("one GPU", "next edit", "cold"):
+                (a, ac), (b, bc) = runs[inc], runs[ref]
+                key = "before mkdocs"
+                lines.append(
+                    f"{inc} / {ref}: {a[key] / b[key]:.3f} before the mkdocs and Pagefind steps "
+                    f"({a[key]:.1f} s / {b[key]:.1f} s; CPU {ac[key] / bc[key]:.3f}), "
+                    f"{a['total'] / b['total']:.3f} with them (CPU {ac['total'] / bc['total']:.3f})"
+                )
+        for name in ("full", "no change", "one GPU", "next edit"):
+            w = runs[name][0]
+            lines.append(
+                f"{name}: the mkdocs step (hub pages) {w['mkdocs']:.1f} s, "
+                f"Pagefind {w['pagefind']:.1f} s"
+            )
+        print("\n".join(lines[-11:]))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--limit", type=int, default=0, help="configs (0 = the full sweep)")
@@ -149,7 +262,15 @@ def main() -> None:
         "--sample", type=int, default=500, help="config pages for the mkdocs comparison"
     )
     ap.add_argument("--keep", type=Path, default=None, help="keep the built site here")
+    ap.add_argument("--incremental", action="store_true", help="time rebuilds after one edit")
+    ap.add_argument("--gpu", default="rtx-3060-12gb", help="the GPU --incremental edits")
+    ap.add_argument("--report", type=Path, default=None, help="--incremental: write lines here")
     args = ap.parse_args()
+    if args.incremental:
+        lines = incremental(args.limit, args.gpu)
+        if args.report:
+            args.report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return
     cat = load_catalog()
     work = Path(tempfile.mkdtemp(prefix="bench-site-"))
     try:

@@ -6,7 +6,10 @@ serves what its capacity allows and passes the served work to the nodes below it
 Every node sees every request its parent serves (an app that calls Postgres
 calls it once per request). The whole run is computed for many load levels at
 once: one *lane* per level, numpy arrays across lanes, so a sweep is one call
-and lane ``i`` equals a single run at level ``i`` exactly.
+and lane ``i`` equals a single run at level ``i`` exactly. :func:`simulate_many`
+goes one step further for a batch sweep: the lanes of several configs whose
+graphs have the same shape share one tick loop, each config with its own numbers
+and its own random stream, and each result equals its own :func:`simulate` call.
 
 The RNG is passed in and is the only randomness; the same seed gives the same
 bits on every platform (see :mod:`engine.sim_math`).
@@ -14,8 +17,9 @@ bits on every platform (see :mod:`engine.sim_math`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +28,9 @@ from engine.queueing import Discipline
 from engine.rng import Mulberry32
 from engine.sim_model import SOURCE, TICK_S, SimSpec
 from engine.sim_nodes import (
+    NodeLanes,
     NodeRun,
+    Scratch,
     advance,
     begin,
     columns,
@@ -34,26 +40,52 @@ from engine.sim_nodes import (
     shed_all,
 )
 from engine.sim_records import RunReport, SweepReport, TickRow
-from engine.sim_rules import Latency, latency, rule_ticks
-from engine.sim_verdict import reports
+from engine.sim_rules import NEVER, Latency, latency, rule_ticks
+from engine.sim_verdict import Fails, report, reports
 from engine.traffic import arrivals, offered_rates
 
 Array = npt.NDArray[np.float64]
+Levels = Sequence[float] | Array
 
 
 @dataclass(frozen=True)
 class SimResult:
-    """Everything one call computed: per node ``(lanes, ticks)`` columns and verdicts."""
+    """Everything one call computed: per node ``(lanes, ticks)`` columns and verdicts.
+
+    ``fails`` holds the first failing tick of every (rule, node) per lane; the
+    per-lane :class:`RunReport` objects are built on first use (``reports``) or one
+    lane at a time (:meth:`report`), since a batch sweep reads only one of them.
+    """
 
     spec: SimSpec
     levels: Array
     rates: Array
     flows: dict[str, dict[str, Array]]
     latency: Latency
-    reports: tuple[RunReport, ...]
+    fails: Fails
+
+    @cached_property
+    def reports(self) -> tuple[RunReport, ...]:
+        """One verdict per lane."""
+        return reports(self.spec, self.levels, self.flows, self.latency, self.fails)
+
+    @property
+    def passed(self) -> npt.NDArray[np.bool_]:
+        """Per lane: no rule fired."""
+        ok = np.ones(self.levels.shape, dtype=bool)
+        for ticks in self.fails.values():
+            ok &= ticks == NEVER
+        return ok
+
+    def report(self, lane: int) -> RunReport:
+        """The verdict of one lane (equal to ``reports[lane]``)."""
+        if "reports" in self.__dict__:
+            return self.reports[lane]
+        return report(self.spec, lane, float(self.levels[lane]), self.flows, self.latency,
+                      self.fails)
 
 
-def simulate(spec: SimSpec, levels: Sequence[float] | Array, rng: Mulberry32) -> SimResult:
+def simulate(spec: SimSpec, levels: Levels, rng: Mulberry32) -> SimResult:
     """Run ``spec`` at every load level in ``levels`` (one lane each).
 
     Parameters
@@ -70,37 +102,191 @@ def simulate(spec: SimSpec, levels: Sequence[float] | Array, rng: Mulberry32) ->
     SimResult
         Columns per node and lane, latency and one :class:`RunReport` per lane.
     """
-    lv = np.asarray(levels, dtype=np.float64).reshape(-1)
-    rates = offered_rates(spec.source, lv, spec.ticks, TICK_S, rng)
-    arrived = arrivals(spec.source, rates, TICK_S, rng)
-    flows = run_flows(spec, arrived)
-    lat = latency(spec, flows, rates)
-    return SimResult(spec, lv, rates, flows, lat, reports(spec, lv, flows, lat,
-                                                          rule_ticks(spec, flows, lat)))
+    return next(simulate_many([(spec, levels, rng)]))
+
+
+# Lanes (configs x levels) that share one tick loop. Each tick costs a fixed
+# Python overhead (~120 us, a few hundred numpy calls) plus ~40 ns per lane;
+# ~4,000 lanes spread the overhead thin, while a 180 s run's per-tick records and
+# queue (about 76 bytes per lane and tick) stay near 560 MB per process.
+# Measured: 8,192 lanes cut the loop's time per config by a fifth but double
+# that memory (benchmarks/bench_sim.py, benchmarks/bench_sweep.py).
+MAX_LANES = 4096
+
+
+def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
+                  max_lanes: int = MAX_LANES, scratch: Scratch | None = None
+                  ) -> Iterator[SimResult]:
+    """Run several configs of one shape through shared tick loops; yield each result.
+
+    Parameters
+    ----------
+    runs : sequence of (SimSpec, levels, Mulberry32)
+        One entry per config: its scenario, its load levels [requests/s] and its
+        own seeded stream. The specs must have the same shape (:func:`shape_of`):
+        node names, parents, kinds, disciplines, max ages, LIFO settings and
+        duration. Capacities, depths, LLM numbers, sources and rules may differ.
+    max_lanes : int
+        Lanes per tick loop [-]; consecutive configs are grouped up to this many
+        (a config with more lanes runs alone).
+    scratch : Scratch, optional
+        Memory for the per-tick records, reused across groups and, if the caller
+        keeps it, across calls. It never changes a result.
+
+    Yields
+    ------
+    SimResult
+        Per config, in order: exactly what ``simulate(spec, levels, rng)`` returns.
+
+    Notes
+    -----
+    The lanes of a group of configs (configs x levels) step through the tick
+    loop together, which spreads its per-tick cost over many lanes; every step
+    is elementwise across lanes, so no lane sees another. Each config draws its
+    arrivals from its own stream, in the same order as alone. Results are
+    derived for a few hundred lanes at a time (:data:`POST_LANES`) and yielded
+    one config at a time; a result holds views of its block's arrays, so only
+    the blocks whose results the caller still holds stay alive.
+    """
+    runs = list(runs)
+    if not runs:
+        return
+    first = shape_of(runs[0][0])
+    for spec, _, _ in runs[1:]:
+        if shape_of(spec) != first:
+            raise ValueError(f"simulate_many: {spec.name!r} differs in shape from "
+                             f"{runs[0][0].name!r}")
+    scratch = Scratch() if scratch is None else scratch
+    group: list[tuple[SimSpec, Array, Mulberry32]] = []
+    lanes = 0
+    for spec, lv, rng in runs:
+        levels = np.asarray(lv, dtype=np.float64).reshape(-1)
+        if group and lanes + levels.size > max_lanes:
+            yield from _simulate_group(group, scratch)
+            group, lanes = [], 0
+        group.append((spec, levels, rng))
+        lanes += levels.size
+    yield from _simulate_group(group, scratch)
+
+
+# Lanes whose results are derived together, after the tick loop, as one block of
+# time-major arrays (see engine.sim_rules.cumsum_ticks): enough to sum along
+# ticks a row of lanes at a time, few enough to keep the block near 100 MB.
+POST_LANES = 256
+
+
+def _simulate_group(runs: list[tuple[SimSpec, Array, Mulberry32]],
+                    scratch: Scratch) -> Iterator[SimResult]:
+    """One tick loop over every lane of ``runs``, then each config's result in turn."""
+    ticks = runs[0][0].ticks
+    lanes = [levels.size for _, levels, _ in runs]
+    arrived = scratch.array("arrived", (ticks, sum(lanes)))
+    rates = []
+    start = 0
+    for (spec, levels, rng), n in zip(runs, lanes, strict=True):
+        rates.append(offered_rates(spec.source, levels, ticks, TICK_S, rng))
+        arrived[:, start:start + n] = arrivals(spec.source, rates[-1], TICK_S, rng).T
+        start += n
+    node_runs = run_lanes([spec for spec, _, _ in runs], lanes, arrived, scratch)
+    first = 0
+    while first < len(runs):
+        last, total = first + 1, lanes[first]  # configs that share rules, up to POST_LANES
+        while (last < len(runs) and total + lanes[last] <= POST_LANES
+               and runs[last][0].rules == runs[first][0].rules):
+            total += lanes[last]
+            last += 1
+        offset = sum(lanes[:first])
+        yield from _results(runs[first:last], rates[first:last], lanes[first:last], node_runs,
+                            slice(offset, offset + total))
+        first = last
+
+
+def _results(runs: list[tuple[SimSpec, Array, Mulberry32]], rates: list[Array],
+             lanes: list[int], node_runs: dict[str, NodeRun],
+             part: slice) -> Iterator[SimResult]:
+    """Derive latency and verdicts for a block of configs at once, then split it per config.
+
+    The block's lanes are ``part`` of the tick loop; the configs share rules. Each
+    config's result holds ``(lanes, ticks)`` views of the block's arrays.
+    """
+    spec = runs[0][0]
+    nodes = {n.name: NodeLanes.of([s.nodes[i] for s, _, _ in runs], lanes)
+             for i, n in enumerate(spec.nodes)}
+    flows = {name: columns(node_runs[name], part, p) for name, p in nodes.items()}
+    block_rates = np.empty((rates[0].shape[1], sum(lanes))).T  # time-major, as the flows
+    start = 0
+    for r, n in zip(rates, lanes, strict=True):
+        block_rates[start:start + n] = r
+        start += n
+    lat = latency(spec, flows, block_rates, nodes)
+    fails = rule_ticks(spec, flows, lat)
+    start = 0
+    for (config, levels, _), n in zip(runs, lanes, strict=True):
+        one = slice(start, start + n)
+        start += n
+        yield SimResult(
+            config, levels, block_rates[one],
+            {name: {col: a[one] for col, a in f.items()} for name, f in flows.items()},
+            Latency(*(_lanes_of(getattr(lat, f.name), one) for f in fields(Latency))),
+            {key: ticks[one] for key, ticks in fails.items()},
+        )
+
+
+def _lanes_of(value: dict[str, Array] | Array, one: slice) -> dict[str, Array] | Array:
+    """Lanes ``one`` of a :class:`Latency` field (a per-node dict or an array)."""
+    if isinstance(value, dict):
+        return {name: a[one] for name, a in value.items()}
+    return value[one]
+
+
+def shape_of(spec: SimSpec) -> tuple[object, ...]:
+    """What configs sharing one tick loop must agree on: the graph and its timing."""
+    return (spec.ticks, tuple(
+        (n.name, n.parent, n.kind, n.discipline, n.max_depth > 0, n.max_age_s, n.lifo,
+         n.lifo_after_s, n.llm is None)
+        for n in spec.nodes
+    ))
 
 
 def run_flows(spec: SimSpec, arrived: Array) -> dict[str, dict[str, Array]]:
-    """The tick loop: per node columns (see :data:`engine.sim_nodes.COLUMNS`).
+    """The tick loop for one config: per node columns (:data:`engine.sim_nodes.COLUMNS`).
 
-    Nodes joined by a ``block`` edge push back within a tick, so each such group
-    steps tick by tick together; every other node is computed on its own, in
-    topological order, from its parent's finished output.
+    ``arrived`` is ``(lanes, ticks)``.
     """
-    lanes, ticks = arrived.shape
-    runs = {n.name: new_run(n, lanes, ticks, n.parent == SOURCE) for n in spec.nodes}
-    served: dict[str, Array] = {SOURCE: np.ascontiguousarray(arrived.T)}
+    lanes = arrived.shape[0]
+    runs = run_lanes([spec], [lanes], np.ascontiguousarray(arrived.T), Scratch())
+    return {n.name: columns(runs[n.name], slice(0, lanes), NodeLanes.of([n], [lanes]))
+            for n in spec.nodes}
+
+
+def run_lanes(specs: Sequence[SimSpec], lanes: Sequence[int], arrived: Array,
+              scratch: Scratch) -> dict[str, NodeRun]:
+    """The tick loop over every lane of ``specs`` (config ``i`` has ``lanes[i]``).
+
+    ``arrived`` is ``(ticks, lanes)``. Nodes joined by a ``block`` edge push back
+    within a tick, so each such group steps tick by tick together; every other
+    node is computed on its own, in topological order, from its parent's
+    finished output.
+    """
+    spec = specs[0]
+    ticks = arrived.shape[0]
+    runs = {
+        n.name: new_run([s.nodes[i] for s in specs], lanes, ticks, n.parent == SOURCE, scratch)
+        for i, n in enumerate(spec.nodes)
+    }
     for group in block_groups(spec):
         members = [runs[name] for name in group]
-        offered = served[members[0].spec.parent]
+        for r in members:  # a node is offered what its parent serves, no copy
+            parent = runs.get(r.spec.parent)
+            r.out["offered"] = arrived if parent is None else parent.out["served"]
+        offered = members[0].out["offered"]
         if len(members) == 1 and is_stateless(members[0]):
             shed_all(members[0], offered)
         elif len(members) == 1 and members[0].spec.llm is None:
             _run_server(members[0], offered)
         else:
             _run_group(spec, members, offered)
-        for r in members:
-            served[r.spec.name] = r.out["served"]
-    return {name: columns(r) for name, r in runs.items()}
+    return runs
 
 
 def block_groups(spec: SimSpec) -> list[list[str]]:

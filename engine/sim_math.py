@@ -114,28 +114,105 @@ def poisson_quantile(lam: Array, u: Array) -> Array:
     with the CDF built from unnormalised terms ``lam**k / k!`` (no ``exp``).
     For larger ``lam`` it is ``ceil(lam + sqrt(lam) z + (z**2 - 1) / 6 - 0.5)``,
     the Cornish-Fisher expansion of the Poisson quantile with a continuity
-    correction, ``z`` the normal quantile of ``u``.
+    correction, ``z`` the normal quantile of ``u``. Every count depends on its own
+    ``lam`` and ``u`` only, so any batch of them gives the same bits as one at a time.
     """
     lam, u = np.broadcast_arrays(np.asarray(lam, np.float64), np.asarray(u, np.float64))
     u = u + 2.0**-33  # centre the 2**-32 grid so u is never exactly 0
-    z = inverse_normal(u)
-    approx = np.ceil(lam + np.sqrt(lam) * z + (z * z - 1.0) / 6.0 - 0.5)
-    out = np.maximum(approx, 0.0)
     small = lam < EXACT_POISSON_BELOW
+    if small.all():  # the usual case: no masks needed
+        return _poisson_exact(lam.reshape(-1), u.reshape(-1)).reshape(lam.shape)
+    out = np.empty(lam.shape, dtype=np.float64)
+    big = ~small
+    lb, z = lam[big], inverse_normal(u[big])
+    out[big] = np.maximum(np.ceil(lb + np.sqrt(lb) * z + (z * z - 1.0) / 6.0 - 0.5), 0.0)
     if small.any():
         out[small] = _poisson_exact(lam[small], u[small])
     return out
 
 
+# A run of equal means at least this long (a lane of a constant source) shares
+# one CDF table instead of building the terms for every count.
+TABLE_RUN = 32
+
+
 def _poisson_exact(lam: Array, u: Array) -> Array:
-    """Exact inversion for small means: count CDF steps below ``u``."""
+    """Exact inversion for small means: count CDF steps below ``u`` (1-D inputs).
+
+    The terms run to ``top`` for the largest mean; for any smaller mean the terms
+    past its own ``lam + 12 sqrt(lam) + 12`` are below half an ulp of its CDF total,
+    so adding them changes no bit and the count does not depend on the batch.
+    """
     top = int(np.ceil(lam.max() + 12.0 * np.sqrt(lam.max()) + 12.0)) if lam.size else 0
+    starts = np.flatnonzero(np.concatenate(([True], lam[1:] != lam[:-1]))) if lam.size else lam
+    if starts.size * TABLE_RUN > lam.size:
+        cdf = _cdf(lam, top)
+        below = cdf < u[..., None] * cdf[..., -1:]
+        return below.sum(axis=-1).astype(np.float64)
+    # Runs of one mean: one table per run, then a binary search per count.
+    cdf = _cdf(lam[starts], top)
+    total = cdf[:, -1]
+    ends = np.append(starts[1:], lam.size)
+    out = np.empty(lam.size, dtype=np.float64)
+    for run, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        out[a:b] = np.searchsorted(cdf[run], u[a:b] * total[run], side="left")
+    return out
+
+
+def _cdf(lam: Array, top: int) -> Array:
+    """Unnormalised Poisson CDF ``sum_{j<=k} lam**j / j!`` for ``k = 0..top``, summed in order."""
     term = np.ones_like(lam)
     terms = [term]
     for k in range(1, top + 1):
         term = term * lam / k
         terms.append(term)
-    cdf = np.cumsum(np.stack(terms, axis=-1), axis=-1)
-    total = cdf[..., -1:]
-    below = cdf < u[..., None] * total
-    return below.sum(axis=-1).astype(np.float64)
+    return np.cumsum(np.stack(terms, axis=-1), axis=-1)
+
+
+def poisson_rows(lam: Array, u: Array) -> Array:
+    """``poisson_quantile(lam[:, None], u[None, :])``: one mean per row, same draws in each.
+
+    Parameters
+    ----------
+    lam : numpy.ndarray
+        Expected count per row (a lane of a constant source) [requests], >= 0.
+    u : numpy.ndarray
+        Uniform draws in [0, 1), one per column (tick).
+
+    Returns
+    -------
+    numpy.ndarray
+        Counts of shape ``(rows, columns)``, bit for bit those of
+        :func:`poisson_quantile`.
+
+    Notes
+    -----
+    The draws are sorted once. For sorted draws ``v_j = u_j * total`` never falls,
+    so CDF step ``k`` of a row is passed by exactly the draws from position
+    ``p_k = #{j : v_j <= cdf_k}`` on, and the count at position ``j`` is the number
+    of steps with ``p_k <= j``. Each ``p_k`` is found by one binary search on
+    ``cdf_k / total`` and then moved until the products themselves, compared as
+    in :func:`poisson_quantile`, agree.
+    """
+    lam = np.asarray(lam, np.float64)
+    if lam.size == 0 or lam.max() >= EXACT_POISSON_BELOW:
+        return poisson_quantile(lam[:, None], np.asarray(u, np.float64)[None, :])
+    u = np.asarray(u, np.float64) + 2.0**-33  # as poisson_quantile
+    n = u.size
+    order = np.argsort(u, kind="stable")
+    us = u[order]
+    top = int(np.ceil(lam.max() + 12.0 * np.sqrt(lam.max()) + 12.0))
+    cdf = _cdf(lam, top)
+    total = cdf[:, -1:]
+    pos = np.searchsorted(us, (cdf / total).reshape(-1), side="right").reshape(cdf.shape)
+    while True:  # the division may round either way: a step or two at most
+        down = (pos > 0) & (us[np.maximum(pos - 1, 0)] * total > cdf)
+        up = (pos < n) & (us[np.minimum(pos, n - 1)] * total <= cdf)
+        if not (down.any() or up.any()):
+            break
+        pos += up.astype(np.intp) - down.astype(np.intp)
+    steps = np.bincount((np.arange(lam.size)[:, None] * (n + 1) + pos).reshape(-1),
+                        minlength=lam.size * (n + 1)).reshape(lam.size, n + 1)
+    out = np.empty((lam.size, n), dtype=np.float64)
+    out[:, order] = np.cumsum(steps, axis=1)[:, :n]
+    return out

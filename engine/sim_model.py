@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 import numpy as np
@@ -54,6 +55,16 @@ class LlmSpec:
     step_compute_per_seq_s: float
     prompt_tokens: int = 512
     output_tokens: int = 256
+
+    @property
+    def kv_tokens_per_stream(self) -> float:
+        """KV tokens a stream holds on average: its prompt and half its output [tokens]."""
+        return self.prompt_tokens + 0.5 * self.output_tokens
+
+    @property
+    def prompt_s(self) -> float:
+        """Seconds to process one prompt [s]."""
+        return self.prompt_tokens / self.prefill_tokens_per_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,21 +165,50 @@ class SimSpec:
         return tuple(n for n in self.nodes if n.parent == name)
 
 
-def step_time_s(llm: LlmSpec, batch: Array) -> Array:
+@dataclass(frozen=True, slots=True)
+class LlmLanes:
+    """:class:`LlmSpec` with one value per lane, so one run can hold several configs.
+
+    Same fields and units as :class:`LlmSpec`, each a float array of shape
+    ``(lanes,)``, plus its two derived numbers computed once per config; the step
+    model below takes either, with the same arithmetic, so a lane computes exactly
+    what its own :class:`LlmSpec` would.
+    """
+
+    slots: Array
+    prefill_tokens_per_s: Array
+    step_fixed_s: Array
+    step_per_kv_token_s: Array
+    step_compute_per_seq_s: Array
+    prompt_tokens: Array
+    output_tokens: Array
+    kv_tokens_per_stream: Array
+    prompt_s: Array
+
+    @classmethod
+    def of(cls, llms: Sequence[LlmSpec], lanes: Sequence[int]) -> LlmLanes:
+        """Config ``i``'s numbers repeated over its ``lanes[i]`` lanes."""
+        return cls(*(
+            np.repeat(np.array([getattr(m, f.name) for m in llms], dtype=np.float64), lanes)
+            for f in fields(cls)
+        ))
+
+
+def step_time_s(llm: LlmSpec | LlmLanes, batch: Array) -> Array:
     """Seconds per decode step for ``batch`` streams mid-generation [s].
 
     Each stream holds its prompt plus, on average, half its output in the KV cache.
     """
-    kv_tokens = batch * (llm.prompt_tokens + 0.5 * llm.output_tokens)
+    kv_tokens = batch * llm.kv_tokens_per_stream
     return np.maximum(llm.step_fixed_s + kv_tokens * llm.step_per_kv_token_s,
                       batch * llm.step_compute_per_seq_s)
 
 
-def prefill_s(llm: LlmSpec) -> float:
+def prefill_s(llm: LlmSpec | LlmLanes) -> float | Array:
     """Seconds to process one prompt [s]."""
-    return llm.prompt_tokens / llm.prefill_tokens_per_s
+    return llm.prompt_s
 
 
-def slot_time_s(llm: LlmSpec, batch: Array) -> Array:
+def slot_time_s(llm: LlmSpec | LlmLanes, batch: Array) -> Array:
     """Seconds one request holds a slot at this batch size: prefill plus decode [s]."""
     return prefill_s(llm) + llm.output_tokens * step_time_s(llm, batch)

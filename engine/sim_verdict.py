@@ -7,7 +7,16 @@ import numpy.typing as npt
 
 from engine.sim_model import TICK_S, NodeKind, NodeSpec, SimSpec
 from engine.sim_records import NodeSummary, RunReport
-from engine.sim_rules import ANY_NODE, NEVER, RULES, Latency, ancestors, descendants, judged
+from engine.sim_rules import (
+    ANY_NODE,
+    NEVER,
+    RULES,
+    Latency,
+    ancestors,
+    descendants,
+    judged,
+    warmed,
+)
 
 Array = npt.NDArray[np.float64]
 Fails = dict[tuple[str, str], npt.NDArray[np.int64]]
@@ -16,17 +25,26 @@ Fails = dict[tuple[str, str], npt.NDArray[np.int64]]
 def reports(spec: SimSpec, levels: Array, flows: dict[str, dict[str, Array]], lat: Latency,
             fails: Fails) -> tuple[RunReport, ...]:
     """One :class:`RunReport` per lane."""
+    return tuple(report(spec, lane, float(levels[lane]), flows, lat, fails)
+                 for lane in range(len(levels)))
+
+
+def report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Array]],
+           lat: Latency, fails: Fails) -> RunReport:
+    """The :class:`RunReport` of one lane, run at ``rps``.
+
+    The rolling means it judges are the lane's rows of those in ``lat``; each row
+    is summed on its own, so a lane gets the same bits alone or among others.
+    """
     window = max(1, round(spec.rules.window_s / TICK_S))
+    one = slice(lane, lane + 1)
     rolled = {
-        "p99": {n.name: judged(lat.p99_ms[n.name], window) for n in spec.nodes},
-        "path": {n.name: judged(lat.path_p99_ms[n.name], window) for n in spec.nodes},
-        "ttft": {n.name: judged(lat.ttft_ms[n.name], window) for n in spec.nodes},
-        "rho": {n.name: judged(lat.rho[n.name], 1, window) for n in spec.nodes},
+        "p99": {n.name: warmed(lat.p99_rolled[n.name][one], window)[0] for n in spec.nodes},
+        "path": {n.name: warmed(lat.path_rolled[n.name][one], window)[0] for n in spec.nodes},
+        "ttft": {n.name: warmed(lat.ttft_rolled[n.name][one], window)[0] for n in spec.nodes},
+        "rho": {n.name: judged(lat.rho[n.name][one], 1, window)[0] for n in spec.nodes},
     }
-    return tuple(
-        _report(spec, lane, float(levels[lane]), flows, lat, fails, rolled)
-        for lane in range(len(levels))
-    )
+    return _report(spec, lane, rps, flows, lat, fails, rolled)
 
 
 def _report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Array]],
@@ -35,8 +53,8 @@ def _report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Arr
     servers = [n.name for n in spec.nodes
                if n.kind is NodeKind.SERVER and not spec.children(n.name)]
     llms = [n.name for n in spec.nodes if n.kind is NodeKind.LLM]
-    worst_p99 = max((float(rolled["path"][n][lane].max()) for n in servers), default=0.0)
-    worst_ttft = max((float(rolled["ttft"][n][lane].max()) for n in llms), default=0.0)
+    worst_p99 = max((float(rolled["path"][n].max()) for n in servers), default=0.0)
+    worst_ttft = max((float(rolled["ttft"][n].max()) for n in llms), default=0.0)
     left = float(lat.total_budget_left[lane, -1])
     event = _earliest(spec, lane, fails)
     if event is None:
@@ -64,10 +82,10 @@ def _summary(node: NodeSpec, lane: int, f: dict[str, Array], lat: Latency,
     return NodeSummary(
         node=node.name,
         mean_utilization=total("utilization") / f["utilization"].shape[1],
-        peak_utilization=float(rolled["rho"][node.name][lane].max()),
+        peak_utilization=float(rolled["rho"][node.name].max()),
         max_backlog=float(f["backlog"][lane].max()),
-        worst_p99_ms=float(rolled["p99"][node.name][lane].max()),
-        worst_ttft_ms=float(rolled["ttft"][node.name][lane].max()),
+        worst_p99_ms=float(rolled["p99"][node.name].max()),
+        worst_ttft_ms=float(rolled["ttft"][node.name].max()),
         offered=total("offered"), served=total("served"),
         dropped_shed=total("dropped_shed"), dropped_aged=total("dropped_aged"),
         refused_block=total("refused_block"),

@@ -1,6 +1,7 @@
-"""The site's filesystem side: one Writer, the mkdocs build, the shell, validation, publishing.
+"""The site's filesystem side: one Writer, the mkdocs build, the shell, link checking.
 
-Everything here writes; nothing here decides what a page says.
+Everything here writes (or checks what was written); nothing here decides what a page says.
+Assembling and publishing the site tree is generator/site_tree.py.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import posixpath
 import re
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ DESC_MARK = "BP-SHELL-DESCRIPTION"
 BODY_MARK = "BP-SHELL-CONTENT"
 SHELL_DIR = "gpu/_shell"
 _LINK = re.compile(r'(?:href|src)="([^"#?]*)[^"]*"')
+_SCHEME = re.compile(r"^[a-z]+:")
 
 
 class SiteError(Exception):
@@ -36,6 +39,14 @@ def safe_rel(rel: str) -> str:
     if any(p in (".", "..") for p in parts):
         raise SiteError(f"refusing to write outside the site: {rel!r}")
     return rel
+
+
+def link_or_copy(src: str | Path, dst: str | Path) -> None:
+    """Hard-link ``src`` at ``dst``; copy where links are not possible (another device, say)."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
 
 
 class Writer:
@@ -142,25 +153,22 @@ def drop_shells(site_dir: Path) -> None:
     shutil.rmtree(site_dir / SHELL_DIR, ignore_errors=True)
 
 
-def write_sitemap(w: Writer, site_url: str, pages: list[str]) -> None:
-    """Replace mkdocs' sitemap, whose dates change with every build, by one without dates.
+def sitemap(site_url: str, pages: list[str]) -> dict[str, bytes]:
+    """A sitemap without dates (mkdocs' changes with every build): ``sitemap.xml`` and its gzip.
 
     ``pages`` are site-relative directory URLs. Without a ``site_url`` there are
     no absolute addresses to list, so there is no sitemap.
     """
-    for name in ("sitemap.xml", "sitemap.xml.gz"):
-        w.path(name).unlink(missing_ok=True)
     if not site_url:
-        return
+        return {}
     base = site_url.rstrip("/") + "/"
     locs = "".join(f"<url><loc>{escape(base + p)}</loc></url>\n" for p in sorted(pages))
     xml = (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
         f"{locs}</urlset>\n"
-    )
-    w.write("sitemap.xml", xml)
-    w.write("sitemap.xml.gz", gzip.compress(xml.encode("utf-8"), mtime=0))
+    ).encode()
+    return {"sitemap.xml": xml, "sitemap.xml.gz": gzip.compress(xml, mtime=0)}
 
 
 def site_files(site_dir: Path) -> set[str]:
@@ -173,32 +181,53 @@ def site_files(site_dir: Path) -> set[str]:
     return out
 
 
+def page_links(html: str) -> list[str]:
+    """The href/src targets of a page that point into the site (no schemes, no other hosts)."""
+    return sorted(
+        t for t in set(_LINK.findall(html)) if t and not _SCHEME.match(t) and not t.startswith("//")
+    )
+
+
 def broken_links(site_dir: Path, files: set[str], limit: int = 20) -> list[str]:
     """Relative href/src targets in the HTML pages that resolve to no file (first ``limit``)."""
+    pages = (
+        (page, page_links((site_dir / page).read_text(encoding="utf-8")))
+        for page in sorted(f for f in files if f.endswith(".html"))
+    )
+    return check_links(pages, files, limit)
+
+
+def _resolve(base: str, target: str) -> str:
+    # Root-absolute links (mkdocs writes them on 404.html) resolve from the site root.
+    joined = target.lstrip("/") if target.startswith("/") else posixpath.join(base, target)
+    rel = posixpath.normpath(joined)
+    if rel in ("", "."):
+        return "index.html"
+    return posixpath.join(rel, "index.html") if target.endswith("/") else rel
+
+
+def check_links(
+    pages: Iterable[tuple[str, Iterable[str]]], files: set[str], limit: int = 20
+) -> list[str]:
+    """Of each (page, link targets), the targets that resolve to no file (first ``limit``)."""
     bad: list[str] = []
-    for page in sorted(f for f in files if f.endswith(".html")):
-        text = (site_dir / page).read_text(encoding="utf-8")
+    seen: dict[tuple[int, str], bool] = {}
+    for page, targets in pages:
         base = posixpath.dirname(page)
-        for target in set(_LINK.findall(text)):
-            if not target or re.match(r"^[a-z]+:", target) or target.startswith("//"):
-                continue
-            # Root-absolute links (mkdocs writes them on 404.html) resolve from the site root.
-            joined = target.lstrip("/") if target.startswith("/") else posixpath.join(base, target)
-            rel = posixpath.normpath(joined)
-            if target.endswith("/") or rel in ("", "."):
-                rel = posixpath.join(rel, "index.html") if rel not in ("", ".") else "index.html"
-            if rel.startswith("../") or rel not in files:
+        depth = base.count("/") + 1 if base else 0
+        up = "../" * depth
+        for target in targets:
+            # A link that climbs to the root first resolves the same from every
+            # page as deep: check it once (config pages share most of theirs).
+            key = (depth, target) if target.startswith((up, "/")) else None
+            ok = seen.get(key) if key else None
+            if ok is None:
+                rel = _resolve(base, target)
+                ok = not rel.startswith("../") and rel != ".." and rel in files
+                if key:
+                    seen[key] = ok
+            if not ok:
                 bad.append(f"{page}: {target}")
                 if len(bad) >= limit:
                     return bad
     return bad
-
-
-def publish(tmp: Path, out: Path) -> None:
-    """Swap the validated build in: ``tmp`` becomes ``out``; the old site goes only after."""
-    old = out.with_name(out.name + ".old")
-    shutil.rmtree(old, ignore_errors=True)
-    if out.exists():
-        out.rename(old)
-    tmp.rename(out)
-    shutil.rmtree(old, ignore_errors=True)

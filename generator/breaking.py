@@ -1,15 +1,17 @@
-"""Breaking points of one config: its LLM rig pushed through the load simulation.
+"""Breaking points of a config: its LLM rig pushed through the load simulation.
 
 The rig is the simplest honest one: seeded Poisson load into an LLM server whose
 queue buffers (up to a depth, abandoning requests older than an age) in front of
-``effective_concurrency`` slots. One simulation call runs every load level of the
-grid at once (one lane per level); the breaking points are the lowest levels at
-which each failure rule fires.
+``effective_concurrency`` slots. Every load level of the grid is one lane of the
+simulation, and a batch of configs shares one tick loop (their rigs have the same
+shape), each with its own seed; the breaking points are the lowest levels at which
+each failure rule fires. A config gives the same numbers alone or in any batch.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +22,9 @@ from catalog.loader import Catalog
 from engine.queueing import Discipline
 from engine.results import CapacityResult
 from engine.rng import mulberry32
-from engine.sim import SimResult, simulate
+from engine.sim import Scratch, SimResult, simulate_many
 from engine.sim_model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
-from engine.sim_rules import NEVER, rolling_mean, rule_ticks
+from engine.sim_rules import NEVER
 from engine.traffic import SourceSpec
 from generator.records import Curves
 
@@ -180,10 +182,6 @@ def _steady(x: Array) -> Array:
     return x[:, half:].mean(axis=1)
 
 
-def _fires(series: Array, limit: float, window: int) -> npt.NDArray[np.bool_]:
-    return (rolling_mean(series, window) > limit).any(axis=1)
-
-
 def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None) -> Curves:
     f = res.flows[NODE]
     lat = res.latency
@@ -193,7 +191,9 @@ def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None) 
     lane = breaking_lane if breaking_lane is not None else len(levels) - 1
 
     def r(a: Array) -> tuple[float, ...]:
-        return tuple(_sig(float(v), 5) for v in a)
+        # _sig(v, 5) of every value, formatted in one call: the same digits
+        values = a.tolist()
+        return tuple(map(float, (("%.5g " * len(values)) % tuple(values)).split()))
 
     return Curves(
         config_id=cid,
@@ -219,30 +219,62 @@ def empty_curves(cid: str) -> Curves:
 
 def load_sweep(cap: CapacityResult, s: LoadSettings, cid: str) -> tuple[BreakPoints, Curves]:
     """Breaking points and chart series of one config."""
-    if not cap.fits or not cap.prefill_tokens_per_s or cap.step_fixed_s is None:
-        return BreakPoints(), empty_curves(cid)
-    service = mean_service_s(cap, s)
+    return load_sweep_many([cap], s, [cid])[0]
+
+
+def _simulable(cap: CapacityResult) -> bool:
+    return bool(cap.fits and cap.prefill_tokens_per_s and cap.step_fixed_s is not None)
+
+
+def load_sweep_many(
+    caps: Sequence[CapacityResult],
+    s: LoadSettings,
+    ids: Sequence[str],
+    scratch: Scratch | None = None,
+) -> list[tuple[BreakPoints, Curves]]:
+    """Breaking points and chart series of many configs, simulated in shared tick loops.
+
+    Entry ``i`` equals ``load_sweep(caps[i], s, ids[i])``: every config keeps its
+    own seed (:func:`seed_for`) and its lanes never mix with another's. ``scratch``
+    is memory the simulation may reuse across calls (see :class:`engine.sim.Scratch`).
+    """
+    out = [(BreakPoints(), empty_curves(cid)) for cid in ids]
+    todo = [i for i, cap in enumerate(caps) if _simulable(cap)]
+    services = {i: mean_service_s(caps[i], s) for i in todo}
+    levels = {i: grid(caps[i].effective_concurrency / services[i], s) for i in todo}
+    runs = [
+        (rig(caps[i], s, ids[i]), levels[i], mulberry32(seed_for(ids[i], s.seed))) for i in todo
+    ]
+    for i, res in zip(todo, simulate_many(runs, scratch=scratch), strict=True):
+        out[i] = _reduce(caps[i], s, ids[i], services[i], res)
+    return out
+
+
+def _reduce(
+    cap: CapacityResult, s: LoadSettings, cid: str, service: float, res: SimResult
+) -> tuple[BreakPoints, Curves]:
+    """One config's simulation reduced to its breaking points and curves."""
+    levels = res.levels
     analytic = cap.effective_concurrency / service  # Little's law: L = lambda W
-    levels = grid(analytic, s)
-    res = simulate(rig(cap, s, cid), levels, mulberry32(seed_for(cid, s.seed)))
     f, lat = res.flows[NODE], res.latency
-    window = max(1, round(res.spec.rules.window_s / TICK_S))
     offered = f["offered"].sum(axis=1)
     shed = f["lost"].sum(axis=1) / np.maximum(offered, 1e-12) > SHED_ONSET_SHARE
     # The soak verdict: does a run offered the soak share of saturation (85 %) hold
     # that utilization for the soak window? The level nearest that share is judged.
-    soak_fired = rule_ticks(res.spec, res.flows, lat)["soak", NODE] != NEVER
+    soak_fired = res.fails["soak", NODE] != NEVER
     soak_lane = int(np.argmin(np.abs(levels - s.soak_utilization * analytic)))
-    failing = [i for i, rep in enumerate(res.reports) if not rep.passed]
-    breaking_lane = failing[0] if failing else None
+    failing = np.flatnonzero(~res.passed)
+    breaking_lane = int(failing[0]) if failing.size else None
     points = BreakPoints(
         mean_service_s=_sig(service),
         saturation_rps=_sig(float(_steady(f["served"]).max() / TICK_S)),
         shed_onset_rps=_first_level(levels, shed),
-        p99_break_rps=_first_level(levels, _fires(lat.path_p99_ms[NODE], s.p99_slo_ms, window)),
-        ttft_break_rps=_first_level(levels, _fires(lat.ttft_ms[NODE], s.ttft_budget_ms, window)),
+        p99_break_rps=_first_level(levels, (lat.path_rolled[NODE] > s.p99_slo_ms).any(axis=1)),
+        ttft_break_rps=_first_level(levels, (lat.ttft_rolled[NODE] > s.ttft_budget_ms).any(axis=1)),
         soak_break_rps=_first_level(levels, soak_fired),
         soak_ok_at_85=not bool(soak_fired[soak_lane]),
-        bottleneck=res.reports[breaking_lane if breaking_lane is not None else -1].bottleneck,
+        bottleneck=res.report(
+            breaking_lane if breaking_lane is not None else len(levels) - 1
+        ).bottleneck,
     )
     return points, _curves(cid, levels, res, breaking_lane)

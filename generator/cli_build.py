@@ -49,10 +49,23 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
     default=None,
     help="mkdocs.yml to build with (default: the project's).",
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Render every page afresh instead of reusing the render cache (OUT.cache).",
+)
 def build_command(
-    catalog: Path | None, out: Path, results: Path | None, jobs: int, config_file: Path | None
+    catalog: Path | None,
+    out: Path,
+    results: Path | None,
+    jobs: int,
+    config_file: Path | None,
+    full: bool,
 ) -> None:
-    """Sweep the catalog (or reuse --results) and build the static site into --out."""
+    """Sweep the catalog (or reuse --results) and build the static site into --out.
+
+    Only the pages whose inputs changed since the last build are rendered again.
+    """
     from catalog.errors import CatalogError
     from generator.assemble import SiteError
     from generator.site import MKDOCS_YML, build_site
@@ -60,11 +73,13 @@ def build_command(
     start = time.perf_counter()
     results_dir = _sweep(catalog, results, out, jobs)
     try:
-        report = build_site(results_dir, out, catalog, config_file or MKDOCS_YML)
+        report = build_site(results_dir, out, catalog, config_file or MKDOCS_YML, full=full)
     except (SiteError, CatalogError, FileNotFoundError) as exc:
         raise click.ClickException(f"{exc} (the previous site, if any, is unchanged)") from exc
     avg = report.html_bytes / max(report.pages, 1) / 1024
     click.echo(
-        f"built {out}: {report.configs:,} configs, {report.pages:,} pages "
-        f"(average {avg:.1f} KiB), {report.files:,} files in {time.perf_counter() - start:.1f} s"
+        f"built {out}: {report.configs:,} configs ({len(report.rendered):,} rendered), "
+        f"{report.pages:,} pages (average {avg:.1f} KiB), {report.files:,} files "
+        f"({len(report.changed):,} changed, {len(report.removed):,} removed) "
+        f"in {time.perf_counter() - start:.1f} s"
     )

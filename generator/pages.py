@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -164,27 +166,47 @@ def _distance(a: ResultRow, b: ResultRow) -> tuple[int, float, int, str]:
 
 def nearest_fits(row: ResultRow, by_model: dict[str, list[ResultRow]]) -> list[ResultRow]:
     """Up to five fitting configs of the same model, nearest to ``row`` first."""
-    if row.fits:
-        return []
-    same_model = [r for r in by_model.get(row.model, []) if r.fits]
-    # Other devices count only at the same quant and context; on the same device
-    # a lighter quant or a shorter context is the nearer change.
-    pool = [
-        r
-        for r in same_model
-        if r.gpu == row.gpu or (r.quant == row.quant and r.context == row.context)
-    ]
-    return sorted(pool, key=lambda r: _distance(row, r))[:NEAREST]
+    return NearestFits(by_model.get(row.model, []))(row)
+
+
+class NearestFits:
+    """:func:`nearest_fits` for many rows: the fitting rows indexed once, not scanned per row."""
+
+    def __init__(self, rows: Iterable[ResultRow]) -> None:
+        self.by_device: dict[tuple[str, str], list[ResultRow]] = {}
+        self.by_shape: dict[tuple[str, str, int], list[ResultRow]] = {}
+        for r in rows:
+            if r.fits:
+                self.by_device.setdefault((r.model, r.gpu), []).append(r)
+                self.by_shape.setdefault((r.model, r.quant, r.context), []).append(r)
+
+    def __call__(self, row: ResultRow) -> list[ResultRow]:
+        """Up to five fitting configs of ``row``'s model, nearest first; none if ``row`` fits."""
+        if row.fits:
+            return []
+        # Other devices count only at the same quant and context; on the same device
+        # a lighter quant or a shorter context is the nearer change.
+        pool = {r.config_id: r for r in self.by_device.get((row.model, row.gpu), [])}
+        pool.update(
+            (r.config_id, r) for r in self.by_shape.get((row.model, row.quant, row.context), [])
+        )
+        return heapq.nsmallest(NEAREST, pool.values(), key=lambda r: _distance(row, r))
 
 
 def config_context(
     cat: Catalog,
     row: ResultRow,
     curves: Curves | None,
-    by_model: dict[str, list[ResultRow]],
+    nearest: list[ResultRow],
     chart_data: dict[str, Any],
 ) -> dict[str, Any]:
-    """Everything ``config.html.j2`` renders for one config."""
+    """Everything ``config.html.j2`` renders for one config.
+
+    NOTE: a config page is re-rendered only when its content key changes
+    (generator/site_keys.py): its row and curves, the catalog entries the row
+    names, its ``nearest`` rows and theirs, the shell, templates and code. Read
+    anything else here and it must join that key too.
+    """
     n = names(cat, row)
     root = rel_root(row.permalink)
     return {
@@ -200,10 +222,7 @@ def config_context(
         "arithmetic": arithmetic(row, n),
         "breaks": breaking_points(row),
         "prov": provenance(cat, row),
-        "nearest": [
-            {"row": r, "url": root + r.permalink, "names": names(cat, r)}
-            for r in nearest_fits(row, by_model)
-        ],
+        "nearest": [{"row": r, "url": root + r.permalink, "names": names(cat, r)} for r in nearest],
         "has_curves": bool(curves and curves.load_rps),
         "chart_data": chart_data,
         "keywords": search_keywords(row),

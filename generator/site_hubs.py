@@ -113,7 +113,7 @@ def gpu_context(
         "name": device_name(cat, device),
         "rig": rig,
         "gpu": gpu,
-        "base_page": bool(rig) and rig.gpu in with_pages,
+        "base_page": rig is not None and rig.gpu in with_pages,
         "specs": specs,
         "notes": (rig.notes if rig else None) or (gpu.notes if gpu else None),
         "contexts": contexts_of(rows),

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.sim_model import TICK_S
+from generator.site_keys import ROOT, digest, files_digest
 from generator.site_svg import sketch
+
+if TYPE_CHECKING:
+    from catalog.scenario import LoadedScenario
+    from generator.site_cache import RenderCache
 
 HEALTH = (
     ("utilization", "utilization"),
@@ -44,46 +49,79 @@ def _per_second(rows: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def scenario_contexts(folder: Path) -> list[dict[str, Any]]:
-    """One page context per scenario file in ``folder``; empty if there is none."""
+# The generator modules a scenario run passes through (besides engine/ and catalog/).
+SIM_MODULES = ("simulate", "resolve", "site_scenarios", "site_svg")
+
+
+def _sim_version() -> str:
+    """Hash of the code and part files a scenario run passes through."""
+    files = [
+        *ROOT.glob("engine/**/*.py"),
+        *ROOT.glob("catalog/**/*.py"),
+        *ROOT.glob("catalog/parts/*.yaml"),
+        *(ROOT / "generator" / f"{name}.py" for name in SIM_MODULES),
+    ]
+    return files_digest(files)
+
+
+def scenario_contexts(folder: Path, cache: RenderCache | None = None) -> list[dict[str, Any]]:
+    """One page context per scenario file in ``folder``; empty if there is none.
+
+    A run costs about a second, so with a cache each context is kept under a
+    key of the scenario file, its resolved engine spec (every number the
+    catalog feeds it) and the code: an edit elsewhere in the catalog does not
+    rerun it.
+    """
     from catalog.scenario import load_scenario
+    from generator.simulate import build_spec
+
+    out = []
+    version = _sim_version() if cache else ""
+    for path in sorted(folder.glob("*.yaml")):
+        loaded = load_scenario(path)
+        if cache is None:
+            out.append(_context(loaded))
+            continue
+        key = digest(version, files_digest([path], folder), repr(build_spec(loaded)))
+        ctx = cache.doc("scenario", key)
+        if ctx is None:
+            ctx = _context(loaded)
+            cache.put_doc("scenario", key, ctx)
+        out.append(ctx)
+    return out
+
+
+def _context(loaded: LoadedScenario) -> dict[str, Any]:
+    """Run one scenario: its load sweep, then the run at the breaking rate."""
     from engine.sim import tick_rows
     from generator.simulate import build_spec, human_run, run, run_sweep
 
-    out = []
-    for path in sorted(folder.glob("*.yaml")):
-        loaded = load_scenario(path)
-        sc = loaded.scenario
-        levels = [sc.sweep.start_rps + i * sc.sweep.step_rps for i in range(sc.sweep.points)]
-        swept = run_sweep(build_spec(loaded), levels, sc.seed)
-        # The timeline is the run at the breaking rate: the moment worth seeing.
-        at = swept.breaking_rps or sc.load.level_rps
-        result = run(build_spec(loaded, rps=at), sc.seed)
-        health = _per_second(tick_rows(result))
-        out.append(
-            {
-                "breaking_rps": swept.breaking_rps,
-                "bottleneck": swept.bottleneck,
-                "failing": f"{swept.failing_node} ({swept.failing_rule})"
-                if swept.failing_node
-                else "",
-                "levels": f"{levels[0]:,g} to {levels[-1]:,g} rps, step {sc.sweep.step_rps:,g}",
-                "duration": sc.duration_s,
-                "id": sc.id,
-                "name": sc.name,
-                "description": sc.description or "",
-                "report": human_run(result, sc.seed),
-                "chart_data": {"health": {"health": health}},
-                "fallback": sketch(
-                    [h for h in health if h["metric"] == "utilization"],
-                    "node",
-                    "t",
-                    "value",
-                    False,
-                    False,
-                    "utilization per node over time",
-                ),
-                "root": "../../",
-            }
-        )
-    return out
+    sc = loaded.scenario
+    levels = [sc.sweep.start_rps + i * sc.sweep.step_rps for i in range(sc.sweep.points)]
+    swept = run_sweep(build_spec(loaded), levels, sc.seed)
+    # The timeline is the run at the breaking rate: the moment worth seeing.
+    at = swept.breaking_rps or sc.load.level_rps
+    result = run(build_spec(loaded, rps=at), sc.seed)
+    health = _per_second(tick_rows(result))
+    return {
+        "breaking_rps": swept.breaking_rps,
+        "bottleneck": swept.bottleneck,
+        "failing": f"{swept.failing_node} ({swept.failing_rule})" if swept.failing_node else "",
+        "levels": f"{levels[0]:,g} to {levels[-1]:,g} rps, step {sc.sweep.step_rps:,g}",
+        "duration": sc.duration_s,
+        "id": sc.id,
+        "name": sc.name,
+        "description": sc.description or "",
+        "report": human_run(result, sc.seed),
+        "chart_data": {"health": {"health": health}},
+        "fallback": sketch(
+            [h for h in health if h["metric"] == "utilization"],
+            "node",
+            "t",
+            "value",
+            False,
+            False,
+            "utilization per node over time",
+        ),
+        "root": "../../",
+    }

@@ -8,7 +8,10 @@ load-sweep the rest (optionally in several processes), then write
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import hashlib
+import io
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -19,18 +22,13 @@ from typing import Any
 
 import engine
 from catalog.loader import Catalog, load_catalog
+from engine.results import CapacityResult
+from engine.sim import Scratch
 from generator import resolve
-from generator.breaking import LoadSettings, load_sweep
+from generator.breaking import BreakPoints, LoadSettings, load_sweep_many
 from generator.records import Curves, ResultRow, config_id, permalink
 from generator.report_text import verdict
-from generator.results_io import (
-    CURVES,
-    RESULTS,
-    curves_jsonl,
-    read_curves,
-    read_results,
-    results_csv,
-)
+from generator.results_io import CURVES, FIELDS, RESULTS, results_csv
 
 INPUTS = "inputs.json"
 ENGINE_DIR = Path(engine.__file__).resolve().parent
@@ -42,6 +40,9 @@ CODE_FILES = (
 
 Progress = Callable[[int, int], None]
 PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker processes for
+# Combos per task: about four shared tick loops' worth of fitting configs (a loop
+# takes engine.sim.MAX_LANES lanes), and ~60 tasks over the catalog for progress.
+BATCH = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +156,29 @@ def _row_dict(row: ResultRow) -> dict[str, Any]:
 
 def evaluate(cat: Catalog, combo: Combo, inputs_key: str) -> tuple[ResultRow, Curves]:
     """Cost one combo and find its breaking points."""
-    dev = resolve.device_for(cat, combo.device)
-    cap = resolve.estimate(
-        dev,
+    return evaluate_many(cat, [(combo, inputs_key)])[0]
+
+
+def evaluate_many(
+    cat: Catalog, todo: Sequence[tuple[Combo, str]], scratch: Scratch | None = None
+) -> list[tuple[ResultRow, Curves]]:
+    """Cost combos and find their breaking points, load-sweeping them in shared batches.
+
+    Entry ``i`` equals ``evaluate(cat, *todo[i])``; ``scratch`` (reused memory for
+    the simulation) changes no result.
+    """
+    caps = [_capacity(cat, combo) for combo, _ in todo]
+    settings = LoadSettings.from_catalog(cat)
+    swept = load_sweep_many(caps, settings, [c.id for c, _ in todo], scratch)
+    return [
+        (_row(cat, combo, key, cap, points), curves)
+        for (combo, key), cap, (points, curves) in zip(todo, caps, swept, strict=True)
+    ]
+
+
+def _capacity(cat: Catalog, combo: Combo) -> CapacityResult:
+    return resolve.estimate(
+        resolve.device_for(cat, combo.device),
         resolve.runtime_profile(cat.runtimes[combo.runtime]),
         resolve.weight_format(cat.quants[combo.quant]),
         resolve.constants(cat),
@@ -165,7 +186,12 @@ def evaluate(cat: Catalog, combo: Combo, inputs_key: str) -> tuple[ResultRow, Cu
         resolve.kv_bytes(cat.kv_dtypes[combo.kv_dtype]),
         arch=cat.archs[combo.model],
     )
-    points, curves = load_sweep(cap, LoadSettings.from_catalog(cat), combo.id)
+
+
+def _row(
+    cat: Catalog, combo: Combo, inputs_key: str, cap: CapacityResult, points: BreakPoints
+) -> ResultRow:
+    dev = resolve.device_for(cat, combo.device)
     shortfall = 0 if cap.fits else cap.kv_bytes_per_request - cap.kv_budget_bytes
     row = ResultRow(
         config_id=combo.id,
@@ -202,8 +228,7 @@ def evaluate(cat: Catalog, combo: Combo, inputs_key: str) -> tuple[ResultRow, Cu
         fingerprint="",
         **points.as_fields(cap.error_band_pct),
     )
-    row = _with_fingerprint(row, inputs_key)
-    return row, curves
+    return _with_fingerprint(row, inputs_key)
 
 
 def _with_fingerprint(row: ResultRow, inputs_key: str) -> ResultRow:
@@ -213,6 +238,37 @@ def _with_fingerprint(row: ResultRow, inputs_key: str) -> ResultRow:
 
 
 _WORKER_CAT: Catalog | None = None
+_WORKER_SCRATCH = Scratch()  # the simulation's record memory, reused batch after batch
+
+
+@dataclass(frozen=True, slots=True)
+class Swept:
+    """One computed config as it will be written: its results line and curves line."""
+
+    config_id: str
+    fits: bool
+    row_line: str
+    curves_line: str
+
+
+_HEADER = results_csv([])
+_CURVE_FIELDS = tuple(f.name for f in dataclasses.fields(Curves))
+_CURVES_HEAD = '{"config_id":"'  # every canonical curves line starts so (sorted keys)
+
+
+def curves_line(c: Curves) -> str:
+    """A config's canonical ``curves.jsonl`` line, as :func:`curves_jsonl` writes it.
+
+    Built from a shallow dict of the fields: the same JSON as from
+    ``dataclasses.asdict``, which copies every number one call at a time and
+    took half a minute over the catalog.
+    """
+    fields = {name: getattr(c, name) for name in _CURVE_FIELDS}
+    return json.dumps(fields, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def _swept(row: ResultRow, curves: Curves) -> Swept:
+    return Swept(row.config_id, row.fits, results_csv([row])[len(_HEADER) :], curves_line(curves))
 
 
 def _init_worker(catalog_dir: str | None) -> None:
@@ -220,9 +276,9 @@ def _init_worker(catalog_dir: str | None) -> None:
     _WORKER_CAT = load_catalog(Path(catalog_dir) if catalog_dir else None)
 
 
-def _work(batch: list[tuple[Combo, str]]) -> list[tuple[ResultRow, Curves]]:
+def _work(batch: list[tuple[Combo, str]]) -> list[Swept]:
     assert _WORKER_CAT is not None
-    return [evaluate(_WORKER_CAT, c, key) for c, key in batch]
+    return [_swept(*r) for r in evaluate_many(_WORKER_CAT, batch, _WORKER_SCRATCH)]
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
@@ -236,13 +292,14 @@ def compute(
     jobs: int,
     progress: Progress | None,
     catalog_dir: Path | None,
-) -> list[tuple[ResultRow, Curves]]:
+) -> list[Swept]:
     """Evaluate combos, in ``jobs`` processes when there is enough work to share."""
-    out: list[tuple[ResultRow, Curves]] = []
-    batches = list(_chunks(todo, 64))
+    out: list[Swept] = []
+    batches = list(_chunks(todo, BATCH))
     if jobs <= 1 or len(todo) < PARALLEL_MIN:
+        scratch = Scratch()
         for batch in batches:
-            out.extend(evaluate(cat, c, key) for c, key in batch)
+            out.extend(_swept(*r) for r in evaluate_many(cat, batch, scratch))
             if progress:
                 progress(len(out), len(todo))
         return out
@@ -256,14 +313,33 @@ def compute(
     return out
 
 
-def _previous(out_dir: Path) -> tuple[dict[str, str], dict[str, ResultRow], dict[str, Curves]]:
+@dataclass(frozen=True, slots=True)
+class _Previous:
+    """The last sweep in an output directory, unparsed: lines are reused as they are."""
+
+    keys: dict[str, str]
+    rows: dict[str, list[str]]  # config id -> CSV cells
+    curves: dict[str, str]  # config id -> curves line
+
+
+def _previous(out_dir: Path) -> _Previous:
+    empty = _Previous({}, {}, {})
     try:
         keys = json.loads((out_dir / INPUTS).read_text(encoding="utf-8"))
-        rows = {r.config_id: r for r in read_results(out_dir)}
-        curves = read_curves(out_dir)
-    except (OSError, ValueError, TypeError, KeyError):
-        return {}, {}, {}  # no usable previous sweep: compute everything
-    return keys, rows, curves
+        with (out_dir / RESULTS).open(newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            if next(reader) != FIELDS:
+                return empty  # another table layout: compute everything
+            rows = {cells[0]: cells for cells in reader}
+        curves = {}
+        with (out_dir / CURVES).open(encoding="utf-8") as fh:
+            for line in fh:
+                if not line.startswith(_CURVES_HEAD):
+                    return empty
+                curves[line[len(_CURVES_HEAD) : line.index('"', len(_CURVES_HEAD))]] = line
+    except (OSError, ValueError, TypeError, StopIteration):
+        return empty  # no usable previous sweep: compute everything
+    return _Previous(keys, rows, curves)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,37 +360,50 @@ def _write_if_changed(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def _csv_line(cells: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
+
 def run_sweep(
     catalog_dir: Path | None,
     out_dir: Path,
     jobs: int = 1,
     progress: Progress | None = None,
 ) -> SweepStats:
-    """Sweep the catalog into ``out_dir``, recomputing only what changed."""
+    """Sweep the catalog into ``out_dir``, recomputing only what changed.
+
+    The files are what :func:`results_csv` and :func:`curves_jsonl` would write
+    for every row; rows whose inputs are unchanged keep their previous lines.
+    """
     cat = load_catalog(catalog_dir)
     keys = InputKeys(cat)
     combos = enumerate_combos(cat)
-    old_keys, old_rows, old_curves = _previous(out_dir)
-    rows: dict[str, ResultRow] = {}
-    curves: dict[str, Curves] = {}
+    old = _previous(out_dir)
+    fits = FIELDS.index("fits")
+    rows: dict[str, str] = {}
+    curves: dict[str, str] = {}
+    fitting = 0
     new_keys: dict[str, str] = {}
     todo: list[tuple[Combo, str]] = []
     for c in combos:
         cid, ck = c.id, keys.cache_key(c)
         new_keys[cid] = ck
-        if old_keys.get(cid) == ck and cid in old_rows and cid in old_curves:
-            rows[cid], curves[cid] = old_rows[cid], old_curves[cid]
+        if old.keys.get(cid) == ck and cid in old.rows and cid in old.curves:
+            rows[cid], curves[cid] = _csv_line(old.rows[cid]), old.curves[cid]
+            fitting += old.rows[cid][fits] == "true"
         else:
             todo.append((c, keys.fingerprint_key(c)))
-    for row, curve in compute(cat, todo, max(1, jobs), progress, catalog_dir):
-        rows[row.config_id], curves[row.config_id] = row, curve
+    for done in compute(cat, todo, max(1, jobs), progress, catalog_dir):
+        rows[done.config_id], curves[done.config_id] = done.row_line, done.curves_line
+        fitting += done.fits
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_if_changed(out_dir / RESULTS, results_csv(rows.values()))
-    _write_if_changed(out_dir / CURVES, curves_jsonl(curves.values()))
+    order = sorted(rows)
+    _write_if_changed(out_dir / RESULTS, _HEADER + "".join(rows[cid] for cid in order))
+    _write_if_changed(out_dir / CURVES, "".join(curves[cid] for cid in order))
     _write_if_changed(out_dir / INPUTS, json.dumps(new_keys, sort_keys=True, indent=0) + "\n")
-    return SweepStats(
-        len(combos), len(todo), len(combos) - len(todo), sum(r.fits for r in rows.values())
-    )
+    return SweepStats(len(combos), len(todo), len(combos) - len(todo), fitting)
 
 
 def default_jobs() -> int:

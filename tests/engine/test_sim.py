@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from engine.queueing import Discipline, mm1_factor
 from engine.rng import mulberry32
-from engine.sim import simulate, sweep
+from engine.sim import Scratch, shape_of, simulate, simulate_many, sweep
 from engine.sim_math import LN2
-from engine.sim_model import Rules, slot_time_s
+from engine.sim_model import LlmSpec, Rules, slot_time_s
+from engine.sim_rules import ROW_SUM_LANES, cumsum_ticks
 from engine.traffic import Arrivals, Shape
 from tests.engine.test_sim_support import llm_node, scenario, server
 
@@ -234,3 +235,102 @@ def test_every_request_is_accounted_for(discipline, rps, lifo, seed):
         assert np.all(f["utilization"] <= 1.0 + 1e-12)
         assert np.all(f["backlog"] <= (500.0 if node == "front" else depth) + 1e-9)
     assert np.array_equal(r.flows["back"]["offered"], r.flows["front"]["served"])
+
+
+def _assert_same_result(got, want):
+    """Every array and verdict of two SimResults, bit for bit."""
+    assert got.spec == want.spec
+    assert np.array_equal(got.levels, want.levels)
+    assert np.array_equal(got.rates, want.rates)
+    for node, cols in want.flows.items():
+        for name, values in cols.items():
+            assert np.array_equal(got.flows[node][name], values), (node, name)
+    for field in want.latency.__dataclass_fields__:
+        a, b = getattr(got.latency, field), getattr(want.latency, field)
+        pairs = [(a[k], b[k]) for k in b] if isinstance(b, dict) else [(a, b)]
+        for x, y in pairs:
+            assert np.array_equal(x, y), field
+    assert got.fails.keys() == want.fails.keys()
+    for key, ticks in want.fails.items():
+        assert np.array_equal(got.fails[key], ticks), key
+    assert got.reports == want.reports
+
+
+def _llm_rigs():
+    """Structurally identical load -> LLM rigs with different numbers, sources and rules."""
+    rigs = []
+    for i, (slots, prefill, fixed, kv, comp) in enumerate([
+        (18, 5000.0, 0.008, 1e-7, 0.000403), (4, 900.0, 0.03, 4e-7, 0.002),
+        (64, 12000.0, 0.005, 3e-8, 0.0001), (1, 300.0, 0.05, 1e-6, 0.01),
+    ]):
+        llm = LlmSpec(slots=slots, prefill_tokens_per_s=prefill, step_fixed_s=fixed,
+                      step_per_kv_token_s=kv, step_compute_per_seq_s=comp,
+                      prompt_tokens=512 + 100 * i, output_tokens=128)
+        node = replace(llm_node("llm", llm=llm), discipline=BUF, max_depth=8.0 * slots,
+                       max_age_s=6.0)
+        rules = Rules(p99_slo_ms=None, ttft_budget_ms=1500.0 + 100 * (i // 2))
+        shape = {"shape": Shape.BURSTY} if i == 2 else {}
+        rigs.append(scenario([node], 1.0, duration_s=30.0, arrivals=Arrivals.POISSON,
+                             rules=rules, **shape))
+    return rigs
+
+
+@pytest.mark.parametrize("max_lanes", [1, 50, 4096])
+def test_many_configs_in_shared_tick_loops_equal_each_run_alone(max_lanes):
+    # Lanes = configs x levels; every config keeps its own numbers, rules and seed.
+    # The first two share rules and 160 lanes: with room for both in one loop their
+    # running sums are taken a row of lanes at a time (engine.sim_rules.cumsum_ticks).
+    runs = []
+    for i, spec in enumerate(_llm_rigs()):
+        saturation = spec.nodes[0].llm.slots / float(slot_time_s(spec.nodes[0].llm,
+                                                                 np.array([1.0]))[0])
+        levels = list(np.geomspace(0.1, 3.0, 80 if i < 3 else 7) * saturation)
+        runs.append((spec, levels, 100 + i))
+    together = list(simulate_many([(s, lv, mulberry32(seed)) for s, lv, seed in runs],
+                                  max_lanes=max_lanes, scratch=Scratch()))
+    assert len(together) == len(runs)
+    for (spec, levels, seed), got in zip(runs, together, strict=True):
+        _assert_same_result(got, simulate(spec, levels, mulberry32(seed)))
+        assert got.passed.tolist() == [r.passed for r in got.reports]
+        assert got.report(len(levels) - 1) == got.reports[-1]
+
+
+def test_a_graph_with_queues_and_block_runs_batched_as_alone():
+    def graph(app_rps, db_rps, depth):
+        nodes = [
+            server("app", rps=app_rps),
+            server("db", parent="app", rps=db_rps, discipline=BUF, depth=depth, max_age_s=3,
+                   lifo=True),
+            server("queue", parent="app", rps=1000.0, discipline=BUF, depth=300, max_age_s=20),
+            llm_node("llm", parent="queue", discipline=BLOCK),
+        ]
+        return scenario(nodes, 100.0, duration_s=20.0, arrivals=Arrivals.POISSON,
+                        rules=Rules(p99_slo_ms=400.0))
+
+    specs = [graph(400.0, 300.0, 400), graph(250.0, 500.0, 50), graph(900.0, 120.0, 1000)]
+    levels = [2.0, 150.0, 290.0, 350.0, 600.0]
+    scratch = Scratch()
+    for _ in range(2):  # the second pass reuses the scratch memory of the first
+        together = list(simulate_many([(s, levels, mulberry32(7)) for s in specs],
+                                      scratch=scratch))
+        for spec, got in zip(specs, together, strict=True):
+            _assert_same_result(got, simulate(spec, levels, mulberry32(7)))
+
+
+def test_configs_of_different_shapes_cannot_share_a_tick_loop():
+    a = scenario([server("app")], 10.0)
+    b = scenario([server("app", discipline=BUF, depth=10, max_age_s=1)], 10.0)
+    with pytest.raises(ValueError, match="shape"):
+        list(simulate_many([(a, [1.0], mulberry32(1)), (b, [1.0], mulberry32(1))]))
+    assert shape_of(a) == shape_of(replace(a, nodes=(server("app", rps=5.0),)))
+
+
+def test_running_sums_row_by_row_equal_numpy_lane_by_lane():
+    rng = np.random.default_rng(3)
+    x = rng.exponential(size=(300, ROW_SUM_LANES + 5)) * rng.integers(0, 2, (300, 1))
+    x[0, :3] = -0.0
+    time_major = x.T  # (lanes, ticks) view of a (ticks, lanes) array, as the flows are
+    assert np.array_equal(cumsum_ticks(time_major), np.cumsum(np.ascontiguousarray(time_major),
+                                                              axis=1))
+    few = x[:, :4].T.copy()
+    assert np.array_equal(cumsum_ticks(few), np.cumsum(few, axis=1))

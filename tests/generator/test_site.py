@@ -182,3 +182,48 @@ def test_catalog_strings_are_escaped(tmp_path, cat):
     home = (tmp_path / "site" / "index.html").read_text()
     assert "<script>alert(1)" not in home
     assert read_results(tmp_path / "sweep")[0].verdict == hostile.verdict
+
+
+def test_sitemap_lists_absolute_urls_without_dates():
+    import gzip
+
+    files = assemble.sitemap("https://example.org/bp/", ["gpu/a/", ""])
+    xml = files["sitemap.xml"].decode()
+    assert xml.index("<loc>https://example.org/bp/</loc>") < xml.index("bp/gpu/a/</loc>")
+    assert "lastmod" not in xml
+    assert gzip.decompress(files["sitemap.xml.gz"]) == files["sitemap.xml"]
+    assert assemble.sitemap("", ["gpu/a/"]) == {}
+
+
+def test_the_site_reads_the_sweep_as_results_io_does(tmp_path, cat):
+    from generator.results_io import read_curves
+    from generator.site_data import read_curve_lines, read_rows
+
+    rows = make_rows(cat=cat)
+    odd = dataclasses.replace(rows[0], verdict='a "quoted", comma\nnew line', bottleneck="")
+    (tmp_path / RESULTS).write_text(results_csv([odd, *rows[1:]]))
+    (tmp_path / CURVES).write_text(curves_jsonl(_curves(r) for r in rows))
+    assert read_rows(tmp_path) == read_results(tmp_path)
+    assert any(r.p99_break_rps is None for r in read_rows(tmp_path))
+    lines = read_curve_lines(tmp_path)
+    assert dict(lines) == read_curves(tmp_path)
+
+
+def test_nearest_fits_index_agrees_with_the_definition(cat):
+    from generator.pages import NEAREST, NearestFits, _distance
+
+    rows = make_rows(cat=cat)
+    near = NearestFits(rows)
+    for row in rows:
+        # The definition, row by row: fitting configs of the model on this device,
+        # or at this quant and context, nearest first.
+        pool = [
+            r
+            for r in rows
+            if r.model == row.model
+            and r.fits
+            and (r.gpu == row.gpu or (r.quant, r.context) == (row.quant, row.context))
+        ]
+        expected = [] if row.fits else sorted(pool, key=lambda r: _distance(row, r))[:NEAREST]
+        assert near(row) == expected
+    assert any(near(r) for r in rows)

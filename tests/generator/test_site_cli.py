@@ -45,3 +45,17 @@ def test_build_failure_is_one_clear_error(tmp_path):
     assert res.exit_code == 1
     assert "previous site" in res.output
     assert not (tmp_path / "site").exists()
+
+
+def test_rebuild_renders_nothing_unless_full(tmp_path, cat):
+    write_fixture(tmp_path / "sweep", cat=cat)
+    args = ["--results", str(tmp_path / "sweep"), "--out", str(tmp_path / "site")]
+    first = CliRunner().invoke(build_command, args)
+    assert "11 configs (11 rendered)" in first.output, first.output
+    again = CliRunner().invoke(build_command, args)
+    assert again.exit_code == 0, again.output
+    assert "11 configs (0 rendered)" in again.output
+    assert "(0 changed, 0 removed)" in again.output
+    full = CliRunner().invoke(build_command, [*args, "--full"])
+    assert "11 configs (11 rendered)" in full.output
+    assert "(0 changed, 0 removed)" in full.output

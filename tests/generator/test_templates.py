@@ -7,7 +7,8 @@ import pytest
 
 from generator import charts, render
 from generator.pages import config_context
-from generator.site import SiteModel, hub_pages
+from generator.site import SiteModel
+from generator.site_mkdocs import hub_pages
 from generator.site_svg import fallbacks
 from tests.generator.fixtures import _curves, make_rows
 
@@ -52,7 +53,7 @@ def test_config_template_renders_for_every_fixture_combo(model, index):
     row = model.rows[index]
     curves = model.curves[row.config_id]
     data = charts.datasets_for(row, curves, 2000.0)
-    ctx = config_context(model.cat, row, curves, model.by_model, data)
+    ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data)
     ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
     html = env.get_template("config.html.j2").render(**ctx)
     assert row.config_id in html
