@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from generator.cli_options import catalog_option
+
 
 def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> Path:
     """The directory holding results.csv and curves.jsonl, running the sweep if needed."""
@@ -21,12 +23,7 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
 
 
 @click.command("build")
-@click.option(
-    "--catalog",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Catalog directory (default: the bundled catalog).",
-)
+@catalog_option
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -55,7 +52,7 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
     help="Render every page afresh instead of reusing the render cache (OUT.cache).",
 )
 def build_command(
-    catalog: Path | None,
+    catalog_dir: Path | None,
     out: Path,
     results: Path | None,
     jobs: int,
@@ -71,9 +68,9 @@ def build_command(
     from generator.site import MKDOCS_YML, build_site
 
     start = time.perf_counter()
-    results_dir = _sweep(catalog, results, out, jobs)
+    results_dir = _sweep(catalog_dir, results, out, jobs)
     try:
-        report = build_site(results_dir, out, catalog, config_file or MKDOCS_YML, full=full)
+        report = build_site(results_dir, out, catalog_dir, config_file or MKDOCS_YML, full=full)
     except (SiteError, CatalogError, FileNotFoundError) as exc:
         raise click.ClickException(f"{exc} (the previous site, if any, is unchanged)") from exc
     avg = report.html_bytes / max(report.pages, 1) / 1024
