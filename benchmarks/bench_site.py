@@ -16,12 +16,14 @@ incremental-to-full ratio with and without the mkdocs and Pagefind steps
 
 Usage: python benchmarks/bench_site.py [--limit N] [--sample N] [--keep DIR]
        python benchmarks/bench_site.py --incremental [--limit N] [--gpu ID] [--report FILE]
+       (the committed report: --report benchmarks/site-incremental.txt)
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import re
 import shutil
 import sys
@@ -215,6 +217,8 @@ def incremental(limit: int, gpu: str) -> list[str]:
             f"python benchmarks/bench_site.py --incremental --gpu {gpu}"
             + (f" --limit {limit}" if limit else ""),
             f"{len(todo):,} configs (synthetic sweep); the edit: {gpu} bandwidth +10 %",
+            f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start "
+            "(wall times stretch under load; CPU times, this process and its children, less so)",
             "phases [s]: gather (sweep tables, catalog, scenario pages), mkdocs (hub pages), "
             "configs (config pages, JSON index, sitemap), pagefind, validate (links), "
             "compare (with the site replaced), publish (swap, cache index, prune)",
@@ -249,7 +253,8 @@ def incremental(limit: int, gpu: str) -> list[str]:
                 f"{name}: the mkdocs step (hub pages) {w['mkdocs']:.1f} s, "
                 f"Pagefind {w['pagefind']:.1f} s"
             )
-        print("\n".join(lines[-11:]))
+        lines.append(f"load average {os.getloadavg()[0]:.1f} at the end")
+        print("\n".join(lines[-12:]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return lines

@@ -12,7 +12,7 @@ from engine.rng import mulberry32
 from engine.sim import Scratch, shape_of, simulate, simulate_many, sweep
 from engine.sim_math import LN2
 from engine.sim_model import LlmSpec, Rules, slot_time_s
-from engine.sim_rules import ROW_SUM_LANES, cumsum_ticks
+from engine.sim_rules import ROW_SUM_LANES, cumsum_ticks, latency
 from engine.traffic import Arrivals, Shape
 from tests.engine.test_sim_support import llm_node, scenario, server
 
@@ -334,3 +334,38 @@ def test_running_sums_row_by_row_equal_numpy_lane_by_lane():
                                                               axis=1))
     few = x[:, :4].T.copy()
     assert np.array_equal(cumsum_ticks(few), np.cumsum(few, axis=1))
+
+
+def test_one_lane_verdict_needs_no_other_lane_and_nothing_runs_for_no_configs():
+    spec = _llm_rigs()[0]
+    fresh = simulate(spec, [1.0, 40.0], mulberry32(5))
+    first = fresh.report(1)  # built alone, before the full tuple
+    assert first == fresh.reports[1]
+    assert list(simulate_many([])) == []
+
+
+def test_latency_defaults_to_the_spec_numbers_and_a_zero_level_has_no_budget():
+    spec = scenario([server("app", rps=100.0)], 100.0, arrivals=Arrivals.POISSON)
+    r = simulate(spec, [0.0, 150.0], mulberry32(2))
+    again = latency(spec, r.flows, r.rates)  # numbers from the spec, not per lane
+    for name in r.latency.__dataclass_fields__:
+        a, b = getattr(again, name), getattr(r.latency, name)
+        for x, y in ([(a[k], b[k]) for k in b] if isinstance(b, dict) else [(a, b)]):
+            assert np.array_equal(x, y), name
+    assert np.all(r.latency.total_budget_left[0] == 1.0)  # nothing offered, nothing lost
+    assert r.reports[0].passed
+    assert not r.reports[1].passed
+
+
+def test_a_sweep_that_never_breaks_and_two_children_that_block():
+    spec = scenario([server("app", rps=1000.0)], 10.0)
+    report = sweep(spec, [1.0, 2.0], mulberry32(1))
+    assert report.breaking_rps is None
+    assert report.bottleneck == report.points[-1].bottleneck
+    nodes = [server("front", rps=500.0, discipline=BUF, depth=1000, max_age_s=5),
+             server("a", parent="front", rps=100.0, discipline=BLOCK, depth=50, max_age_s=2),
+             server("b", parent="front", rps=60.0, discipline=BLOCK, depth=50, max_age_s=2)]
+    r = run(scenario(nodes, 200.0, duration_s=10.0))
+    # front can pass on no more than the smaller room of its two blocking children
+    assert col(r, "front", "served").max() <= 60.0 * 0.1 + 50.0 + 1e-9
+    assert col(r, "front", "backlog").max() > 0.0

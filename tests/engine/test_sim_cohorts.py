@@ -59,6 +59,15 @@ def test_age_out_drops_exactly_what_is_older_than_max_age():
     assert q.oldest.tolist() == [1]  # the tick-1 cohort, lane 0 of 1
 
 
+def test_age_out_after_skipped_ticks_drops_every_cohort_past_the_age_in_order():
+    q = Cohorts.empty(2, 10)
+    for tick, n in [(0, [1.0, 2.0]), (1, [4.0, 0.0]), (2, [8.0, 16.0]), (5, [32.0, 0.0])]:
+        enqueue(q, tick, np.array(n))
+    assert age_out(q, 7, max_age_ticks=4).tolist() == [13.0, 18.0]  # ticks 0-2 are 5-7 old
+    assert q.backlog.tolist() == [32.0, 0.0]
+    assert q.oldest.tolist() == [5 * 2, NO_OLDEST]  # lane 0: tick 5 (flat 5 x 2); lane 1 empty
+
+
 class _Reference:
     """The queue as a plain dict of whole requests per arrival tick (one lane)."""
 

@@ -105,3 +105,19 @@ def test_counts_do_not_depend_on_the_other_lanes_of_the_call():
     together = poisson_rows(lam, u)
     for i, m in enumerate(lam):
         assert np.array_equal(together[i], poisson_rows(np.array([m]), u)[0])
+
+
+def test_poisson_rows_settle_draws_that_land_on_a_cdf_step():
+    # Draws placed at the step values cdf_k / total and one ulp either side: the
+    # binary search on those quotients is then off by a place, and the counts
+    # must still be the products' (what poisson_quantile compares).
+    lam = np.array([0.3, 1.0, 2.5, 7.0])
+    terms = np.cumprod(np.concatenate([np.ones((4, 1)), lam[:, None] / np.arange(1, 40)], axis=1),
+                       axis=1)
+    cdf = np.cumsum(terms, axis=1)
+    edges = (cdf / cdf[:, -1:]).reshape(-1) - 2.0**-33  # poisson_* add 2**-33 back
+    u = np.concatenate([edges, np.nextafter(edges, 0.0), np.nextafter(edges, 1.0)])
+    u = u[(u >= 0.0) & (u < 1.0)]
+    want = poisson_quantile(np.broadcast_to(lam[:, None], (4, u.size)),
+                            np.broadcast_to(u[None, :], (4, u.size)))
+    assert np.array_equal(poisson_rows(lam, u), want)
