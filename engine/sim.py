@@ -97,13 +97,14 @@ def simulate(spec: SimSpec, levels: Levels, rng: Mulberry32) -> SimResult:
     return next(simulate_many([(spec, levels, rng)]))
 
 
-# Lanes (configs x levels) that share one tick loop. Each tick costs a fixed
-# Python overhead (~120 us, a few hundred numpy calls) plus ~40 ns per lane;
-# ~4,000 lanes spread the overhead thin, while a 180 s run's per-tick records and
-# queue (about 76 bytes per lane and tick) stay near 560 MB per process.
-# Measured: 8,192 lanes cut the loop's time per config by a fifth but double
-# that memory (benchmarks/bench_sim.py, benchmarks/bench_sweep.py).
-MAX_LANES = 4096
+# Lanes (configs x levels) that share one tick loop. The numpy loop pays a fixed
+# Python overhead per tick (~120 us) plus ~40 ns per lane, so it wants many lanes;
+# the compiled loop of engine.sim_kernel (the sweep's rig) has no per-tick
+# overhead to spread. A 180 s run's per-tick records and queue take about 76 bytes
+# per lane and tick: 2,048 lanes keep them near 280 MB per process. Measured on
+# the full sweep: 4,096 lanes were no faster and peaked 290 MB higher per worker
+# (benchmarks/bench_sweep.py).
+MAX_LANES = 2048
 
 
 def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],

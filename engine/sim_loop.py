@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.queueing import Discipline
-from engine.sim_model import SOURCE, SimSpec
+from engine.sim_kernel import COMPILED, llm_queue_loop
+from engine.sim_model import SOURCE, TICK_S, SimSpec
 from engine.sim_nodes import (
     NodeRun,
     Scratch,
@@ -56,6 +57,8 @@ def run_lanes(specs: Sequence[SimSpec], lanes: Sequence[int], arrived: Array,
             shed_all(members[0], offered)
         elif len(members) == 1 and members[0].spec.llm is None:
             _run_server(members[0], offered)
+        elif len(members) == 1 and compiled_llm(members[0]):
+            _run_llm(members[0], offered, scratch)
         else:
             _run_group(spec, members, offered)
     return runs
@@ -90,6 +93,31 @@ def _run_server(run: NodeRun, offered: Array) -> None:
         begin(run, t)
         advance(run, t, offered[t], None)
         t += 1
+
+
+def compiled_llm(run: NodeRun) -> bool:
+    """Whether the compiled loop covers this lone node: an LLM with its own queue."""
+    return (COMPILED and run.llm is not None and run.queue is not None
+            and "pressure" not in run.out)
+
+
+def _run_llm(run: NodeRun, offered: Array, scratch: Scratch) -> None:
+    """A lone LLM node with a queue, every tick in the compiled loop."""
+    o, llm, q = run.out, run.llm, run.queue
+    assert llm is not None
+    assert q is not None
+    ticks, lanes = offered.shape
+    aged = o["dropped_aged"] if "dropped_aged" in o else scratch.array("aged", (ticks, lanes))
+    llm_queue_loop(
+        np.ascontiguousarray(offered),
+        (o["admitted"], o["served"], o["backlog"], aged, o["inflight"], o["slot_time_s"]),
+        (o["wait_p50_ticks"], o["wait_p99_ticks"]),
+        (run.depth, llm.slots, llm.prompt_s, llm.output_tokens, llm.step_fixed_s,
+         llm.kv_tokens_per_stream, llm.step_per_kv_token_s, llm.step_compute_per_seq_s),
+        (q.counts, q.links[0], q.links[1]),
+        -1 if run.max_age_ticks is None else run.max_age_ticks,
+        run.spec.lifo, run.spec.lifo_after_s, TICK_S,
+    )
 
 
 def _run_group(spec: SimSpec, members: list[NodeRun], offered: Array) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from engine.sim_kernel import COMPILED, poisson_rows_sorted
+
 Array = npt.NDArray[np.float64]
 
 LN2 = 0.6931471805599453  # ln 2, the double nearest to it
@@ -195,6 +197,8 @@ def poisson_rows(lam: Array, u: Array) -> Array:
     in :func:`poisson_quantile`, agree.
     """
     lam = np.asarray(lam, np.float64)
+    if lam.size and lam.max() >= EXACT_POISSON_BELOW and COMPILED:
+        return _poisson_rows_mixed(lam, np.asarray(u, np.float64))
     if lam.size == 0 or lam.max() >= EXACT_POISSON_BELOW:
         return poisson_quantile(lam[:, None], np.asarray(u, np.float64)[None, :])
     u = np.asarray(u, np.float64) + 2.0**-33  # as poisson_quantile
@@ -202,6 +206,8 @@ def poisson_rows(lam: Array, u: Array) -> Array:
     order = np.argsort(u, kind="stable")
     us = u[order]
     top = int(np.ceil(lam.max() + 12.0 * np.sqrt(lam.max()) + 12.0))
+    if COMPILED:
+        return poisson_rows_sorted(lam, us, order, top)
     cdf = _cdf(lam, top)
     total = cdf[:, -1:]
     pos = np.searchsorted(us, (cdf / total).reshape(-1), side="right").reshape(cdf.shape)
@@ -215,4 +221,21 @@ def poisson_rows(lam: Array, u: Array) -> Array:
                         minlength=lam.size * (n + 1)).reshape(lam.size, n + 1)
     out = np.empty((lam.size, n), dtype=np.float64)
     out[:, order] = np.cumsum(steps, axis=1)[:, :n]
+    return out
+
+
+def _poisson_rows_mixed(lam: Array, u: Array) -> Array:
+    """:func:`poisson_rows` when some rows have a mean of 50 or more, the same bits.
+
+    Those rows take :func:`poisson_quantile`'s normal branch with one ``z`` per
+    draw shared by every row (it is elementwise, so computing it once changes no
+    bit); the others are counted exactly by :func:`poisson_rows`.
+    """
+    out = np.empty((lam.size, u.size))
+    big = lam >= EXACT_POISSON_BELOW
+    lb = lam[big][:, None]
+    z = inverse_normal(u + 2.0**-33)[None, :]  # as poisson_quantile
+    out[big] = np.maximum(np.ceil(lb + np.sqrt(lb) * z + (z * z - 1.0) / 6.0 - 0.5), 0.0)
+    if not big.all():
+        out[~big] = poisson_rows(lam[~big], u)
     return out

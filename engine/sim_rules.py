@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.queueing import mm1_factor
+from engine.sim_kernel import COMPILED, rolling_rows, running_sum_rows
 from engine.sim_math import LN2, LN100
 from engine.sim_model import SOURCE, TICK_S, NodeKind, NodeSpec, SimSpec
 from engine.sim_nodes import NodeLanes
@@ -62,6 +63,8 @@ def cumsum_ticks(x: Array) -> Array:
     computes for each lane, so the bits are identical.
     """
     xt = x.T
+    if COMPILED and xt.flags.c_contiguous and xt.size:
+        return running_sum_rows(xt).T
     if x.shape[0] < ROW_SUM_LANES or not xt.flags.c_contiguous:
         return np.cumsum(x, axis=1)
     out = np.empty_like(xt)
@@ -78,6 +81,8 @@ def rolling_mean(x: Array, window: int) -> Array:
 
 def rolling_from(c: Array, window: int) -> Array:
     """:func:`rolling_mean` of the series whose running sum along axis 1 is ``c``."""
+    if COMPILED and c.T.flags.c_contiguous and c.size:
+        return rolling_rows(c.T, window).T
     out = np.empty_like(c)
     w = min(window, c.shape[1])
     out[:, :w] = c[:, :w] / np.arange(1, w + 1, dtype=np.float64)

@@ -23,6 +23,7 @@ from engine.queueing import Discipline
 from engine.results import CapacityResult
 from engine.rng import mulberry32
 from engine.sim import Scratch, SimResult, simulate_many
+from engine.sim_kernel import lane_sums
 from engine.sim_model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
 from engine.sim_rules import NEVER
 from engine.traffic import SourceSpec
@@ -179,14 +180,14 @@ def _first_level(levels: Array, fired: npt.NDArray[np.bool_]) -> float | None:
 def _steady(x: Array) -> Array:
     """Per-lane mean over the second half of the run (after the warm-up)."""
     half = x.shape[1] // 2
-    return x[:, half:].mean(axis=1)
+    return lane_sums(x, half) / (x.shape[1] - half)  # x[:, half:].mean(axis=1)
 
 
-def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None) -> Curves:
+def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None,
+            offered: Array, lost: Array) -> Curves:
+    """Chart series of one config; ``offered`` and ``lost`` are its per-lane totals."""
     f = res.flows[NODE]
     lat = res.latency
-    offered = f["offered"].sum(axis=1)
-    lost = f["lost"].sum(axis=1)
     step = max(1, round(TIMELINE_STEP_S / TICK_S))
     lane = breaking_lane if breaking_lane is not None else len(levels) - 1
 
@@ -257,8 +258,8 @@ def _reduce(
     levels = res.levels
     analytic = cap.effective_concurrency / service  # Little's law: L = lambda W
     f, lat = res.flows[NODE], res.latency
-    offered = f["offered"].sum(axis=1)
-    shed = f["lost"].sum(axis=1) / np.maximum(offered, 1e-12) > SHED_ONSET_SHARE
+    offered, lost = lane_sums(f["offered"]), lane_sums(f["lost"])
+    shed = lost / np.maximum(offered, 1e-12) > SHED_ONSET_SHARE
     # The soak verdict: does a run offered the soak share of saturation (85 %) hold
     # that utilization for the soak window? The level nearest that share is judged.
     soak_fired = res.fails["soak", NODE] != NEVER
@@ -277,4 +278,4 @@ def _reduce(
             breaking_lane if breaking_lane is not None else len(levels) - 1
         ).bottleneck,
     )
-    return points, _curves(cid, levels, res, breaking_lane)
+    return points, _curves(cid, levels, res, breaking_lane, offered, lost)

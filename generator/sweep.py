@@ -40,7 +40,7 @@ CODE_FILES = (
 
 Progress = Callable[[int, int], None]
 PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker processes for
-# Combos per task: about four shared tick loops' worth of fitting configs (a loop
+# Combos per task: several shared tick loops' worth of fitting configs (a loop
 # takes engine.sim.MAX_LANES lanes), and ~60 tasks over the catalog for progress.
 BATCH = 512
 
