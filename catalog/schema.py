@@ -340,7 +340,12 @@ class Settings(BaseModel):
         default=3.0, gt=1, le=100, description="Highest offered load, as a share of saturation."
     )
     sim_seconds: float = Field(
-        default=300, gt=0, le=86_400, description="Simulated duration of each load level [s]."
+        default=180, gt=0, le=86_400, description="Simulated duration of each load level [s]."
+    )
+    sim_min_service_times: float = Field(
+        default=4, ge=0, le=100,
+        description="A config's run lasts at least this many mean service times, rounded up "
+        "to a whole multiple of sim_seconds, so that a slow server is seen busy [-].",
     )
     seed: int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")
     queue_depth_per_slot: float = Field(

@@ -137,7 +137,7 @@ def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
     loop together, which spreads its per-tick cost over many lanes; every step
     is elementwise across lanes, so no lane sees another. Each config draws its
     arrivals from its own stream, in the same order as alone. Results are
-    derived for a few hundred lanes at a time (:data:`POST_LANES`) and yielded
+    derived for a few hundred lanes at a time (:data:`POST_LANE_TICKS`) and yielded
     one config at a time; a result holds views of its block's arrays, so only
     the blocks whose results the caller still holds stay alive.
     """
@@ -162,10 +162,11 @@ def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
     yield from _simulate_group(group, scratch)
 
 
-# Lanes whose results are derived together, after the tick loop, as one block of
-# time-major arrays (see engine.sim_rules.cumsum_ticks): enough to sum along
-# ticks a row of lanes at a time, few enough to keep the block near 100 MB.
-POST_LANES = 256
+# Lane-ticks whose results are derived together, after the tick loop, as one
+# block of time-major arrays (see engine.sim_rules.cumsum_ticks): 256 lanes of a
+# 180 s run, enough to sum along ticks a row of lanes at a time, few enough to
+# keep the block near 100 MB. Longer runs take fewer lanes per block.
+POST_LANE_TICKS = 256 * 1800
 
 
 def _simulate_group(runs: list[tuple[SimSpec, Array, Mulberry32]],
@@ -181,10 +182,11 @@ def _simulate_group(runs: list[tuple[SimSpec, Array, Mulberry32]],
         arrived[:, start:start + n] = arrivals(spec.source, rates[-1], TICK_S, rng).T
         start += n
     node_runs = run_lanes([spec for spec, _, _ in runs], lanes, arrived, scratch)
+    post_lanes = max(1, POST_LANE_TICKS // ticks)
     first = 0
     while first < len(runs):
-        last, total = first + 1, lanes[first]  # configs that share rules, up to POST_LANES
-        while (last < len(runs) and total + lanes[last] <= POST_LANES
+        last, total = first + 1, lanes[first]  # configs that share rules, up to post_lanes
+        while (last < len(runs) and total + lanes[last] <= post_lanes
                and runs[last][0].rules == runs[first][0].rules):
             total += lanes[last]
             last += 1

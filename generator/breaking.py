@@ -11,6 +11,7 @@ each failure rule fires. A config gives the same numbers alone or in any batch.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from catalog.loader import Catalog
 from engine.queueing import Discipline
 from engine.results import CapacityResult
 from engine.rng import mulberry32
-from engine.sim import Scratch, SimResult, simulate_many
+from engine.sim import MAX_LANES, Scratch, SimResult, simulate_many
 from engine.sim_kernel import lane_sums
 from engine.sim_model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
 from engine.sim_rules import NEVER
@@ -50,6 +51,7 @@ class LoadSettings:
     min_fraction: float
     max_fraction: float
     sim_seconds: float
+    min_service_times: float
     seed: int
     queue_depth_per_slot: float
     queue_max_age_s: float
@@ -71,6 +73,7 @@ class LoadSettings:
             s.load_min_fraction,
             s.load_max_fraction,
             s.sim_seconds,
+            s.sim_min_service_times,
             s.seed,
             s.queue_depth_per_slot,
             s.queue_max_age_s,
@@ -135,8 +138,17 @@ def mean_service_s(cap: CapacityResult, s: LoadSettings) -> float:
     return float(slot_time_s(llm_spec(cap, s), busy)[0])
 
 
-def rig(cap: CapacityResult, s: LoadSettings, name: str) -> SimSpec:
-    """Load -> LLM server with a buffering queue, under the catalog's failure rules."""
+def run_seconds(service: float, s: LoadSettings) -> float:
+    """Simulated duration: ``sim_seconds``, or whole multiples of it to span enough services."""
+    return s.sim_seconds * max(1, math.ceil(s.min_service_times * service / s.sim_seconds - 1e-9))
+
+
+def rig(cap: CapacityResult, s: LoadSettings, name: str, duration_s: float | None = None
+        ) -> SimSpec:
+    """Load -> LLM server with a buffering queue, under the catalog's failure rules.
+
+    The run lasts ``duration_s`` (by default :func:`run_seconds` of its service time).
+    """
     llm = llm_spec(cap, s)
     node = NodeSpec(
         name=NODE,
@@ -156,7 +168,8 @@ def rig(cap: CapacityResult, s: LoadSettings, name: str) -> SimSpec:
         soak_s=s.soak_s,
     )
     return SimSpec(
-        name=name, source=SourceSpec(), nodes=(node,), rules=rules, duration_s=s.sim_seconds
+        name=name, source=SourceSpec(), nodes=(node,), rules=rules,
+        duration_s=run_seconds(mean_service_s(cap, s), s) if duration_s is None else duration_s,
     )
 
 
@@ -242,13 +255,36 @@ def load_sweep_many(
     out = [(BreakPoints(), empty_curves(cid)) for cid in ids]
     todo = [i for i, cap in enumerate(caps) if _simulable(cap)]
     services = {i: mean_service_s(caps[i], s) for i in todo}
-    levels = {i: grid(caps[i].effective_concurrency / services[i], s) for i in todo}
-    runs = [
-        (rig(caps[i], s, ids[i]), levels[i], mulberry32(seed_for(ids[i], s.seed))) for i in todo
-    ]
-    for i, res in zip(todo, simulate_many(runs, scratch=scratch), strict=True):
-        out[i] = _reduce(caps[i], s, ids[i], services[i], res)
+    by_length: dict[float, list[int]] = {}  # configs of one run length share tick loops
+    for i in todo:
+        by_length.setdefault(run_seconds(services[i], s), []).append(i)
+    for seconds, group in sorted(by_length.items()):
+        runs = [
+            (rig(caps[i], s, ids[i], seconds),
+             grid(caps[i].effective_concurrency / services[i], s),
+             mulberry32(seed_for(ids[i], s.seed)))
+            for i in group
+        ]
+        # Longer runs, fewer lanes per loop: the records stay the size of a default run's.
+        lanes = max(1, round(MAX_LANES * s.sim_seconds / seconds))
+        for i, res in zip(group, simulate_many(runs, lanes, scratch), strict=True):
+            out[i] = _reduce(caps[i], s, ids[i], services[i], res)
     return out
+
+
+def _saturation(f: dict[str, Array]) -> float | None:
+    """Completions per second with every slot busy, read at the top load level.
+
+    The steady completion rate over the steady slot occupancy: requests per
+    second per busy slot, times the slots. Where the top level keeps every slot
+    busy this is its completion rate; where it does not (a server so slow that
+    arrivals are sparse and waiting requests abandon before a slot frees), it
+    is still the rate the slots deliver while busy, not the arrival gaps.
+    None when no slot was ever busy in the steady half.
+    """
+    busy = float(_steady(f["utilization"][-1:])[0])
+    served = float(_steady(f["served"][-1:])[0]) / TICK_S
+    return _sig(served / busy) if busy > 0.0 else None
 
 
 def _reduce(
@@ -268,7 +304,7 @@ def _reduce(
     breaking_lane = int(failing[0]) if failing.size else None
     points = BreakPoints(
         mean_service_s=_sig(service),
-        saturation_rps=_sig(float(_steady(f["served"]).max() / TICK_S)),
+        saturation_rps=_saturation(f),
         shed_onset_rps=_first_level(levels, shed),
         p99_break_rps=_first_level(levels, (lat.path_rolled[NODE] > s.p99_slo_ms).any(axis=1)),
         ttft_break_rps=_first_level(levels, (lat.ttft_rolled[NODE] > s.ttft_budget_ms).any(axis=1)),

@@ -86,5 +86,11 @@ def methodology_context(cat: Catalog) -> dict[str, Any]:
             "soak_s": s.soak_seconds,
             "seed": s.seed,
             "sim_s": s.sim_seconds,
+            "min_services": s.sim_min_service_times,
+            "points": s.load_points,
+            "min_fraction": s.load_min_fraction,
+            "max_fraction": s.load_max_fraction,
+            "depth": s.queue_depth_per_slot,
+            "max_age": s.queue_max_age_s,
         },
     }
