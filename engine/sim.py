@@ -101,10 +101,10 @@ def simulate(spec: SimSpec, levels: Levels, rng: Mulberry32) -> SimResult:
 # Python overhead per tick (~120 us) plus ~40 ns per lane, so it wants many lanes;
 # the compiled loop of engine.sim_kernel (the sweep's rig) has no per-tick
 # overhead to spread. A 180 s run's per-tick records and queue take about 76 bytes
-# per lane and tick: 2,048 lanes keep them near 280 MB per process. Measured on
-# the full sweep: 4,096 lanes were no faster and peaked 290 MB higher per worker
-# (benchmarks/bench_sweep.py).
-MAX_LANES = 2048
+# per lane and tick: 1,024 lanes keep them near 140 MB per process. Measured on
+# the full sweep: 2,048 and 4,096 lanes were no faster and peaked 180 and 370 MB
+# higher per worker (benchmarks/bench_sweep.py).
+MAX_LANES = 1024
 
 
 def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],

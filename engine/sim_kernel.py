@@ -255,7 +255,9 @@ COMPILED = njit is not None  # without numba the numpy loops run instead
 
 
 def _compiled(f: Callable[..., Any], inline: str = "never") -> Callable[..., Any]:
-    return njit(cache=False, inline=inline)(f) if COMPILED else f
+    # cache=True keeps the machine code beside the module (__pycache__, as Python
+    # keeps bytecode), so a process after the first loads it instead of compiling.
+    return njit(cache=True, inline=inline)(f) if COMPILED else f
 
 
 # The helpers first: a compiled function calls the compiled versions of the
@@ -316,3 +318,26 @@ def lane_sums(x: Array, start: int = 0) -> Array:
     out = np.empty(x.shape[0])
     _lane_sums(x, start, out)
     return out
+
+
+def warm_up() -> None:
+    """Compile (or load) every loop here for the array layouts the sweep passes.
+
+    Worker processes forked afterwards inherit the machine code instead of each
+    compiling it; the results are the same either way.
+    """
+    ticks, lanes = 2, 1
+    grid = np.zeros((ticks, lanes))
+    llm_queue_loop(
+        grid.copy(), tuple(np.zeros((ticks, lanes)) for _ in range(6)),
+        (np.zeros((ticks, lanes), np.int16), np.zeros((ticks, lanes), np.int16)),
+        tuple(np.ones(lanes) for _ in range(8)),
+        (np.zeros((ticks, lanes)), np.zeros((ticks, lanes), np.int32),
+         np.zeros((ticks, lanes), np.int32)),
+        1, True, 0.5, 0.1,
+    )
+    block = np.zeros((ticks, 2 * lanes))
+    running_sum_rows(grid)
+    rolling_rows(grid, 1)
+    lane_sums(block[:, :lanes].T)  # a strided view, as the sweep's per-config columns are
+    poisson_rows_sorted(np.ones(1), np.full(2, 0.5), np.arange(2), 3)

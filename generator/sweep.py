@@ -24,6 +24,7 @@ import engine
 from catalog.loader import Catalog, load_catalog
 from engine.results import CapacityResult
 from engine.sim import Scratch
+from engine.sim_kernel import warm_up
 from generator import resolve
 from generator.breaking import BreakPoints, LoadSettings, load_sweep_many
 from generator.records import Curves, ResultRow, config_id, permalink
@@ -303,6 +304,7 @@ def compute(
             if progress:
                 progress(len(out), len(todo))
         return out
+    warm_up()  # compile once here; forked workers inherit the machine code
     with ProcessPoolExecutor(
         jobs, initializer=_init_worker, initargs=(str(catalog_dir) if catalog_dir else None,)
     ) as pool:
