@@ -145,7 +145,18 @@ def read_shell(site_dir: Path, depth: int) -> Shell:
     if html.count(mark) != 1:
         raise SiteError(f"shell page at depth {depth}: content marker not found exactly once")
     head, tail = html.split(mark)
-    return Shell(head, tail)
+    return Shell(_compact(head), _compact(tail))
+
+
+def _compact(html: str) -> str:
+    """The chrome without indentation and blank lines: a kilobyte on each of 28,000 pages.
+
+    The chrome holds no ``<pre>`` or ``<textarea>``, where whitespace would matter.
+    """
+    if "<pre" in html or "<textarea" in html:
+        return html
+    lines = [line.strip() for line in html.splitlines()]
+    return "\n".join(line for line in lines if line) + ("\n" if html.endswith("\n") else "")
 
 
 def drop_shells(site_dir: Path) -> None:

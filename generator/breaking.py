@@ -34,7 +34,8 @@ Array = npt.NDArray[np.float64]
 
 NODE = "llm"
 SHED_ONSET_SHARE = 0.001  # a queue "starts shedding" once 0.1 % of offered work is lost
-TIMELINE_STEP_S = 1.0  # the timeline chart shows one point per simulated second
+TIMELINE_STEP_S = 1.0  # the timeline chart shows one point per simulated second,
+TIMELINE_POINTS = 360  # or fewer, evenly spaced, for runs longer than six minutes
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +202,8 @@ def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None,
     """Chart series of one config; ``offered`` and ``lost`` are its per-lane totals."""
     f = res.flows[NODE]
     lat = res.latency
-    step = max(1, round(TIMELINE_STEP_S / TICK_S))
+    ticks = f["backlog"].shape[1]
+    step = max(1, round(TIMELINE_STEP_S / TICK_S), math.ceil(ticks / TIMELINE_POINTS))
     lane = breaking_lane if breaking_lane is not None else len(levels) - 1
 
     def r(a: Array) -> tuple[float, ...]:

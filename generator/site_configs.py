@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from jinja2 import Environment
 
 from generator import assemble, charts
+from generator.chart_pack import pack
 from generator.pages import config_context, page_path
 from generator.records import ResultRow
 from generator.results_io import row_json
@@ -67,6 +68,7 @@ def render_config(
     link = f"{m.site_url}/{row.permalink}" if m.site_url else f"/{row.permalink}"
     alt = f"{ctx['title']}: {right}"
     ctx.update(
+        chart_data=pack(data),
         fallback=fallbacks(data),
         badge_alt=alt,
         snippet=f"[![{alt}]({link}badge.svg)]({link})",

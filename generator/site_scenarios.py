@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.sim_model import TICK_S
+from generator.chart_pack import pack
 from generator.site_keys import ROOT, digest, files_digest
 from generator.site_svg import sketch
 
@@ -113,7 +114,7 @@ def _context(loaded: LoadedScenario) -> dict[str, Any]:
         "name": sc.name,
         "description": sc.description or "",
         "report": human_run(result, sc.seed),
-        "chart_data": {"health": {"health": health}},
+        "chart_data": pack({"health": {"health": health}}),
         "fallback": sketch(
             [h for h in health if h["metric"] == "utilization"],
             "node",

@@ -47,6 +47,13 @@ def _series(
     return out
 
 
+def _outline(points: list[tuple[float, float]]) -> list[tuple[int, int]]:
+    """Whole-pixel points, without the inner points of a flat stretch (they draw nothing)."""
+    px = [(round(a), round(b)) for a, b in points]
+    return [p for i, p in enumerate(px)
+            if i in (0, len(px) - 1) or not px[i - 1][1] == p[1] == px[i + 1][1]]
+
+
 def sketch(
     rows: list[dict[str, Any]], key: str, x: str, y: str, logx: bool, logy: bool, label: str
 ) -> str:
@@ -65,7 +72,7 @@ def sketch(
     ]
     for i, (name, s) in enumerate(series.items()):
         color = COLORS.get(name, "#666")
-        line = " ".join(f"{fx(a):.1f},{fy(b):.1f}" for a, b in s)
+        line = " ".join(f"{a},{b}" for a, b in _outline([(fx(a), fy(b)) for a, b in s]))
         parts.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2"/>')
         parts.append(
             f'<text x="{PAD + 6 + 150 * i}" y="{H - 8}" font-size="12" fill="{color}">'

@@ -8,6 +8,7 @@ import altair as alt
 import pytest
 
 from generator import charts
+from generator.chart_pack import pack, unpack
 from tests.generator.fixtures import _curves, make_rows
 
 ROUND_TRIP = {
@@ -98,3 +99,30 @@ def test_fixed_width_replaces_container_for_static_rendering():
     assert spec["spec"]["width"] == 500
     spec = charts.with_data(charts.chart_specs()["breaking"], {}, width=500)
     assert spec["width"] == 500
+
+
+def test_packed_datasets_unpack_to_the_rows_and_are_a_fraction_of_their_size(fitting):
+    row, curves = fitting
+    data = charts.datasets_for(row, curves, 2000.0)
+    packed = pack(data)
+    assert packed.keys() == data.keys()
+    for kind, sets in data.items():
+        for name, rows in sets.items():
+            assert unpack(packed[kind][name]) == rows, (kind, name)
+    assert len(json.dumps(packed)) < 0.4 * len(json.dumps(data))
+    # text columns travel as runs: a series name is written once per run
+    latency = packed["breaking"]["latency"]["c"]["series"]["runs"]
+    assert [name for name, _ in latency] == ["p50", "p99", "TTFT"]
+
+
+def test_packing_refuses_rows_of_different_shapes():
+    assert unpack(pack({"k": {"empty": []}})["k"]["empty"]) == []
+    with pytest.raises(ValueError, match="differ"):
+        pack({"k": {"d": [{"a": 1}, {"b": 2}]}})
+
+
+def test_shared_x_values_travel_once(fitting):
+    row, curves = fitting
+    packed = pack(charts.datasets_for(row, curves, 2000.0))
+    assert packed["breaking"]["latency"]["c"]["rps"] == {"cycle": [
+        float(f"{x:.4g}") for x in curves.load_rps]}

@@ -11,6 +11,32 @@
     return spec;
   }
 
+  // The page ships each dataset column by column (generator/charts.py pack):
+  // {n: rows, c: {field: [values], {cycle: [values]} or {runs: [[value, count], ...]}}}.
+  function unpack(packed) {
+    var rows = [];
+    for (var i = 0; i < packed.n; i++) rows.push({});
+    Object.keys(packed.c).forEach(function (key) {
+      var column = packed.c[key], at = 0;
+      if (Array.isArray(column)) {
+        column.forEach(function (v, j) { rows[j][key] = v; });
+      } else if (column.cycle) {
+        rows.forEach(function (row, j) { row[key] = column.cycle[j % column.cycle.length]; });
+      } else {
+        column.runs.forEach(function (run) {
+          for (var k = 0; k < run[1]; k++) rows[at++][key] = run[0];
+        });
+      }
+    });
+    return rows;
+  }
+
+  function unpackAll(sets) {
+    var out = {};
+    Object.keys(sets).forEach(function (name) { out[name] = unpack(sets[name]); });
+    return out;
+  }
+
   function drawCharts() {
     var holder = document.getElementById("bp-chart-data");
     if (!holder || !window.vegaEmbed || !window.BP_SPECS) return;
@@ -18,7 +44,7 @@
     document.querySelectorAll(".bp-chart[data-kind]").forEach(function (box) {
       var kind = box.getAttribute("data-kind");
       if (!data[kind] || !window.BP_SPECS[kind]) return;
-      var spec = sized(Object.assign({}, window.BP_SPECS[kind], { datasets: data[kind] }), box.clientWidth);
+      var spec = sized(Object.assign({}, window.BP_SPECS[kind], { datasets: unpackAll(data[kind]) }), box.clientWidth);
       var target = document.createElement("div");
       target.className = "bp-vega";
       box.appendChild(target);
