@@ -85,20 +85,21 @@ def mkdocs_build(config_file: Path, docs_dir: Path, site_dir: Path) -> None:
     from mkdocs.config import load_config
     from mkdocs.exceptions import MkDocsException
 
-    cfg = load_config(
-        config_file=str(config_file),
-        docs_dir=str(docs_dir),
-        site_dir=str(site_dir),
-        strict=True,
-    )
     # mkdocs reports through logging: collect its warnings so a strict failure
-    # says what went wrong, and keep its info chatter out of our output.
+    # (or a bad config) says what went wrong, and keep its info chatter out of
+    # our output.
     log = logging.getLogger("mkdocs")
     seen = _Collect()
     log.addHandler(seen)
     level = log.level
     log.setLevel(logging.WARNING)
     try:
+        cfg = load_config(
+            config_file=str(config_file),
+            docs_dir=str(docs_dir),
+            site_dir=str(site_dir),
+            strict=True,
+        )
         build(cfg)
     except (MkDocsException, SystemExit) as exc:
         detail = "; ".join(seen.messages[:5])

@@ -212,6 +212,8 @@ def build_site(
     """
     from mkdocs.config import load_config
 
+    # mkdocs resolves relative paths against mkdocs.yml, not the working directory.
+    out = out.resolve()
     clock = _Clock()
     site_url = load_config(config_file=str(config_file)).site_url or ""
     cache = RenderCache(out.with_name(out.name + ".cache"), reuse=not full)

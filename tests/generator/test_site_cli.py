@@ -59,3 +59,14 @@ def test_rebuild_renders_nothing_unless_full(tmp_path, cat):
     full = CliRunner().invoke(build_command, [*args, "--full"])
     assert "11 configs (11 rendered)" in full.output
     assert "(0 changed, 0 removed)" in full.output
+
+
+def test_build_with_a_relative_out_from_another_directory(tmp_path, cat, monkeypatch):
+    # mkdocs resolves relative paths against mkdocs.yml: the build must not hand
+    # it a path relative to the working directory.
+    write_fixture(tmp_path / "sweep", cat=cat)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(build_command, ["--results", "sweep", "--out", "rel/site"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "rel" / "site" / "index.html").is_file()
+    assert (tmp_path / "rel" / "site.cache").is_dir()
