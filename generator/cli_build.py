@@ -69,6 +69,7 @@ def build_command(
 
     start = time.perf_counter()
     results_dir = _sweep(catalog_dir, results, out, jobs)
+    swept = time.perf_counter() - start
     try:
         report = build_site(results_dir, out, catalog_dir, config_file or MKDOCS_YML, full=full)
     except (SiteError, CatalogError, FileNotFoundError) as exc:
@@ -80,3 +81,5 @@ def build_command(
         f"({len(report.changed):,} changed, {len(report.removed):,} removed) "
         f"in {time.perf_counter() - start:.1f} s"
     )
+    phases = [("sweep", swept)] if results is None else []
+    click.echo("  seconds: " + ", ".join(f"{n} {s:.1f}" for n, s in [*phases, *report.phases]))
