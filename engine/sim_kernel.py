@@ -24,12 +24,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engine.jit import compiled
 from engine.sim_cohorts import DUST
-
-try:  # the numpy loop is the fallback where numba is not installed
-    from numba import njit
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    njit = None
+from engine.sim_sums import lane_sums, poisson_rows_sorted, rolling_rows, running_sum_rows
 
 Array = npt.NDArray[np.float64]
 
@@ -202,122 +199,14 @@ def _walk_py(counts: Any, newer: Any, older: Any, j: int, amt: float, lifo: bool
             return c50, c99, k
 
 
-def _running_sum_py(xt: Any, out: Any) -> None:  # pragma: no cover
-    ticks, lanes = xt.shape
-    for j in range(lanes):
-        out[0, j] = xt[0, j]
-    for t in range(1, ticks):
-        for j in range(lanes):
-            out[t, j] = out[t - 1, j] + xt[t, j]
-
-
-def _rolling_py(ct: Any, window: int, out: Any) -> None:  # pragma: no cover
-    ticks, lanes = ct.shape
-    w = min(window, ticks)
-    for t in range(w):
-        n = float(t + 1)
-        for j in range(lanes):
-            out[t, j] = ct[t, j] / n
-    span = float(window)
-    for t in range(w, ticks):
-        for j in range(lanes):
-            out[t, j] = (ct[t, j] - ct[t - w, j]) / span
-
-
-def _poisson_rows_py(lam: Any, us: Any, order: Any, top: int, out: Any) -> None:  # pragma: no cover
-    rows, n = out.shape
-    cdf = np.empty(top + 1)
-    for i in range(rows):
-        term = 1.0
-        cdf[0] = 1.0
-        for k in range(1, top + 1):
-            term = term * lam[i] / k
-            cdf[k] = cdf[k - 1] + term
-        total = cdf[top]
-        k = 0
-        for j in range(n):  # draws ascending, so the count never falls
-            v = us[j] * total
-            while k <= top and cdf[k] < v:
-                k += 1
-            out[i, order[j]] = k
-
-
-def _lane_sums_py(x: Any, start: int, out: Any) -> None:  # pragma: no cover
-    lanes, ticks = x.shape
-    for j in range(lanes):
-        out[j] = 0.0
-    for t in range(start, ticks):
-        for j in range(lanes):
-            out[j] += x[j, t]
-
-
-COMPILED = njit is not None  # without numba the numpy loops run instead
-
-
-def _compiled(f: Callable[..., Any], inline: str = "never") -> Callable[..., Any]:
-    # cache=True keeps the machine code beside the module (__pycache__, as Python
-    # keeps bytecode), so a process after the first loads it instead of compiling.
-    return njit(cache=True, inline=inline)(f) if COMPILED else f
-
-
 # The helpers first: a compiled function calls the compiled versions of the
 # module's globals as they are when it is first compiled. They are inlined into
 # the loop: as calls they cost a third more per queued lane and tick.
-_age_out = _compiled(_age_out_py, "always")
-_enqueue = _compiled(_enqueue_py, "always")
-_walk = _compiled(_walk_py, "always")
-_serve = _compiled(_serve_py, "always")
-_loop: Callable[..., None] = _compiled(_loop_py)
-_running_sum: Callable[..., None] = _compiled(_running_sum_py)
-_rolling: Callable[..., None] = _compiled(_rolling_py)
-_lane_sums: Callable[..., None] = _compiled(_lane_sums_py)
-_poisson_rows: Callable[..., None] = _compiled(_poisson_rows_py)
-
-
-def running_sum_rows(xt: Array) -> Array:
-    """``np.cumsum(xt, axis=0)`` of a C-ordered ``(ticks, lanes)`` array, the same adds in order."""
-    out = np.empty_like(xt)
-    _running_sum(xt, out)
-    return out
-
-
-def rolling_rows(ct: Array, window: int) -> Array:
-    """Trailing mean over ``window`` ticks of the series whose running sum is ``ct``.
-
-    ``ct`` is C-ordered ``(ticks, lanes)``; the arithmetic is that of
-    :func:`engine.sim_rules.rolling_from` on its transpose.
-    """
-    out = np.empty_like(ct)
-    _rolling(ct, window, out)
-    return out
-
-
-def poisson_rows_sorted(lam: Array, us: Array, order: npt.NDArray[np.intp], top: int) -> Array:
-    """Exact Poisson counts, one mean per row, for draws ``us`` sorted ascending.
-
-    ``order[j]`` is the column of sorted draw ``j``. The CDF of each row is built
-    term by term to ``top`` as :func:`engine.sim_math._cdf` builds it, and the
-    count of draw ``u`` is the number of CDF steps below ``u * total``: the
-    comparisons of :func:`engine.sim_math.poisson_quantile`, taken by one merge
-    walk instead of a search per draw.
-    """
-    out = np.empty((lam.size, us.size))
-    _poisson_rows(lam, us, order, top, out)
-    return out
-
-
-def lane_sums(x: Array, start: int = 0) -> Array:
-    """``x[:, start:].sum(axis=1)`` of a ``(lanes, ticks)`` array, the same bits.
-
-    For a time-major view (lanes adjacent in memory) numpy adds tick after tick
-    into each lane's total, a plain running sum; that is the order taken here.
-    Any other layout is left to numpy, whose order there may be pairwise.
-    """
-    if not (COMPILED and x.ndim == 2 and x.strides[0] == x.itemsize and x.dtype == np.float64):
-        return np.asarray(x[:, start:].sum(axis=1), dtype=np.float64)
-    out = np.empty(x.shape[0])
-    _lane_sums(x, start, out)
-    return out
+_age_out = compiled(_age_out_py, "always")
+_enqueue = compiled(_enqueue_py, "always")
+_walk = compiled(_walk_py, "always")
+_serve = compiled(_serve_py, "always")
+_loop: Callable[..., None] = compiled(_loop_py)
 
 
 def warm_up() -> None:

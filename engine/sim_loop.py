@@ -15,8 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from engine.jit import COMPILED
 from engine.queueing import Discipline
-from engine.sim_kernel import COMPILED, llm_queue_loop
+from engine.sim_kernel import llm_queue_loop
 from engine.sim_model import SOURCE, TICK_S, SimSpec
 from engine.sim_nodes import (
     NodeRun,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from engine.sim_kernel import COMPILED, poisson_rows_sorted
+from engine.jit import COMPILED
+from engine.sim_sums import poisson_rows_sorted
 
 Array = npt.NDArray[np.float64]
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from engine.jit import COMPILED
 from engine.queueing import mm1_factor
-from engine.sim_kernel import COMPILED, rolling_rows, running_sum_rows
 from engine.sim_math import LN2, LN100
 from engine.sim_model import SOURCE, TICK_S, NodeKind, NodeSpec, SimSpec
 from engine.sim_nodes import NodeLanes
+from engine.sim_sums import rolling_rows, running_sum_rows
 
 Array = npt.NDArray[np.float64]
 

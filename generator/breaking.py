@@ -24,9 +24,9 @@ from engine.queueing import Discipline
 from engine.results import CapacityResult
 from engine.rng import mulberry32
 from engine.sim import MAX_LANES, Scratch, SimResult, simulate_many
-from engine.sim_kernel import lane_sums
 from engine.sim_model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
 from engine.sim_rules import NEVER
+from engine.sim_sums import lane_sums
 from engine.traffic import SourceSpec
 from generator.records import Curves
 

@@ -11,24 +11,25 @@ import engine.sim_kernel as kernel
 import engine.sim_loop
 import engine.sim_math
 import engine.sim_rules
+import engine.sim_sums as sums
+from engine.jit import COMPILED
 from engine.queueing import Discipline
 from engine.rng import mulberry32
 from engine.sim import simulate
-from engine.sim_kernel import lane_sums
 from engine.sim_math import poisson_quantile, poisson_rows
 from engine.sim_model import LlmSpec, Rules, slot_time_s
 from engine.sim_rules import cumsum_ticks, rolling_from
+from engine.sim_sums import lane_sums
 from engine.traffic import Arrivals, Shape
 from tests.engine.test_sim import _assert_same_result
 from tests.engine.test_sim_support import llm_node, scenario
 
-pytestmark = pytest.mark.skipif(not kernel.COMPILED, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not COMPILED, reason="numba is not installed")
 
 
 def _numpy_only(monkeypatch):
-    for module in (engine.sim_loop, engine.sim_rules, engine.sim_math):
+    for module in (engine.sim_loop, engine.sim_rules, engine.sim_math, sums):
         monkeypatch.setattr(module, "COMPILED", False)
-    monkeypatch.setattr(kernel, "COMPILED", False)  # lane_sums reads its own module's flag
 
 
 def _rig(slots, depth_per_slot, max_age_s, lifo, output_tokens=128, duration_s=40.0,
@@ -85,8 +86,9 @@ def test_pure_python_fallback_gives_the_same_bits(monkeypatch):
     rig = _rig(4, 4.0, 1.0, True, duration_s=3.0)
     levels = _levels(rig)[::4]
     compiled = simulate(rig, levels, mulberry32(3))
-    for name in ("_loop", "_running_sum", "_rolling", "_poisson_rows", "_lane_sums"):
-        monkeypatch.setattr(kernel, name, getattr(kernel, name + "_py"))
+    monkeypatch.setattr(kernel, "_loop", kernel._loop_py)
+    for name in ("_running_sum", "_rolling", "_poisson_rows", "_lane_sums"):
+        monkeypatch.setattr(sums, name, getattr(sums, name + "_py"))
     _assert_same_result(simulate(rig, levels, mulberry32(3)), compiled)
     x = np.random.default_rng(1).random((30, 8))
     assert np.array_equal(lane_sums(x.T, 4), x.T[:, 4:].sum(axis=1))
