@@ -89,7 +89,7 @@ def gather(
     """Phase one: read the sweep's tables, group them, run (or recall) the scenarios."""
     rows = read_rows(results_dir)
     curves = read_curve_lines(results_dir)
-    scenarios = scenario_contexts(cat.root / "scenarios", cache)
+    scenarios = scenario_contexts(cat.root / "scenarios", cache, cat)
     return SiteModel(cat, rows, curves, site_url.rstrip("/"), scenarios)
 
 

@@ -41,7 +41,7 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     yield "search.md", "pages/search.md.j2", {}
     scenarios = m.scenarios
     if scenarios is None:
-        scenarios = scenario_contexts(m.cat.root / "scenarios")
+        scenarios = scenario_contexts(m.cat.root / "scenarios", cat=m.cat)
     yield "scenario/index.md", "pages/scenarios.md.j2", {"scenarios": scenarios}
     for sc in scenarios:
         yield f"scenario/{sc['id']}.md", "pages/scenario.md.j2", sc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,10 @@ from generator.site_keys import ROOT, digest, files_digest
 from generator.site_svg import sketch
 
 if TYPE_CHECKING:
+    from catalog.loader import Catalog
     from catalog.scenario import LoadedScenario
+    from engine.sim_model import SimSpec
+    from generator.simulate import Capacity
     from generator.site_cache import RenderCache
 
 HEALTH = (
@@ -65,44 +69,56 @@ def _sim_version() -> str:
     return files_digest(files)
 
 
-def scenario_contexts(folder: Path, cache: RenderCache | None = None) -> list[dict[str, Any]]:
+def scenario_contexts(folder: Path, cache: RenderCache | None = None,
+                      cat: Catalog | None = None) -> list[dict[str, Any]]:
     """One page context per scenario file in ``folder``; empty if there is none.
 
-    A run costs about a second, so with a cache each context is kept under a
-    key of the scenario file, its resolved engine spec (every number the
-    catalog feeds it) and the code: an edit elsewhere in the catalog does not
-    rerun it.
+    Parts and LLM capacity come from ``cat`` (its ``parts/`` folder and its
+    GPUs and models), by default the bundled catalog. A run costs about a
+    second, so with a cache each context is kept under a key of the scenario
+    file, its resolved engine spec (every number the catalog feeds it) and the
+    code: an edit elsewhere in the catalog does not rerun it.
     """
-    from catalog.scenario import load_scenario
+    from catalog.scenario import load_parts, load_scenario
+    from generator.resolve import capacity_for
     from generator.simulate import build_spec
 
+    parts = None
+    capacity: Capacity | None = None
+    if cat is not None:
+        parts = load_parts(cat.root / "parts") if (cat.root / "parts").is_dir() else None
+        capacity = functools.partial(capacity_for, cat=cat)
     out = []
     version = _sim_version() if cache else ""
     for path in sorted(folder.glob("*.yaml")):
-        loaded = load_scenario(path)
+        loaded = load_scenario(path, parts)
+        spec = build_spec(loaded, capacity=capacity) if capacity else build_spec(loaded)
         if cache is None:
-            out.append(_context(loaded))
+            out.append(_context(loaded, capacity))
             continue
-        key = digest(version, files_digest([path], folder), repr(build_spec(loaded)))
+        key = digest(version, files_digest([path], folder), repr(spec))
         ctx = cache.doc("scenario", key)
         if ctx is None:
-            ctx = _context(loaded)
+            ctx = _context(loaded, capacity)
             cache.put_doc("scenario", key, ctx)
         out.append(ctx)
     return out
 
 
-def _context(loaded: LoadedScenario) -> dict[str, Any]:
+def _context(loaded: LoadedScenario, capacity: Capacity | None = None) -> dict[str, Any]:
     """Run one scenario: its load sweep, then the run at the breaking rate."""
     from engine.sim import tick_rows
     from generator.simulate import build_spec, human_run, run, run_sweep
 
+    def spec(rps: float | None = None) -> SimSpec:
+        return build_spec(loaded, rps, capacity=capacity) if capacity else build_spec(loaded, rps)
+
     sc = loaded.scenario
     levels = [sc.sweep.start_rps + i * sc.sweep.step_rps for i in range(sc.sweep.points)]
-    swept = run_sweep(build_spec(loaded), levels, sc.seed)
+    swept = run_sweep(spec(), levels, sc.seed)
     # The timeline is the run at the breaking rate: the moment worth seeing.
     at = swept.breaking_rps or sc.load.level_rps
-    result = run(build_spec(loaded, rps=at), sc.seed)
+    result = run(spec(at), sc.seed)
     health = _per_second(tick_rows(result))
     return {
         "breaking_rps": swept.breaking_rps,

@@ -7,6 +7,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,9 +163,14 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     models = {r.model for r in project.rows if r.gpu in (GPU, f"2x-{GPU}")}
     allowed = {"index.html", "gpu/index.html", f"gpu/{GPU}/index.html", f"gpu/2x-{GPU}/index.html"}
     allowed |= {f"model/{m}/index.html" for m in models}
+    # The LLM scenario runs on this GPU: its page and the scenario index move too.
+    scenario = "scenario/llm-7b-q4-24gb/index.html"
+    allowed |= {"scenario/index.html", scenario}
     assert f"gpu/{GPU}/index.html" in hubs  # the spec table shows the bandwidth
+    assert scenario in hubs
     assert hubs <= allowed
-    for untouched in ("methodology/index.html", "gpu/h100-sxm/index.html", "scenario/index.html"):
+    for untouched in ("methodology/index.html", "gpu/h100-sxm/index.html",
+                      "scenario/app-postgres/index.html"):
         assert after[untouched] == before[untouched]
 
     # And the result is exactly what a build from scratch gives.
@@ -286,13 +292,21 @@ def test_a_damaged_workspace_is_repaired(project, tmp_path):
     assert_same_bytes(project.out, tmp_path / "clean")
 
 
-def test_scenarios_are_run_once(project, monkeypatch):
-    def boom(loaded: object) -> dict[str, object]:
-        raise AssertionError("scenario re-run")
+def test_only_the_scenario_on_the_edited_gpu_runs_again(project, monkeypatch):
+    runs: list[str] = []
+    real = site_scenarios._context
 
-    monkeypatch.setattr(site_scenarios, "_context", boom)
+    def counting(loaded: Any, capacity: Any = None) -> dict[str, Any]:
+        runs.append(loaded.scenario.id)
+        return real(loaded, capacity)
+
+    monkeypatch.setattr(site_scenarios, "_context", counting)
     project.edit_gpu(BANDWIDTH, "bandwidth_bytes_per_s: 1_200_000_000_000")
     project.build()
+    assert runs == ["llm-7b-q4-24gb"]  # on the RTX 4090; app-postgres is recalled
+    runs.clear()
+    project.build()
+    assert runs == []
 
 
 def test_check_links_checks_each_page(tmp_path):
@@ -372,3 +386,21 @@ def test_obsolete_files_are_deleted_after_the_build(project):
     cached = {p.stat().st_ino for p in (cache / "files").rglob("*") if p.is_file()}
     assert published <= cached  # every published file is a stored one
     assert len(stored) == len(cached)
+
+
+def test_scenario_pages_follow_the_catalog_given(tmp_path: Path, cat: Catalog) -> None:
+    # The LLM scenario runs on an RTX 4090 from the catalog being built, not
+    # from the bundled one: halve its bandwidth and the run must change.
+    root = _copy_catalog(cat, tmp_path / "catalog")
+    gpu = root / "gpus" / "rtx-4090.yaml"
+    text = gpu.read_text(encoding="utf-8")
+    old = re.search(r"^bandwidth_bytes_per_s: ([\d_]+)$", text, flags=re.MULTILINE)
+    assert old is not None
+    slower = int(old.group(1).replace("_", "")) // 2
+    gpu.write_text(text.replace(old.group(0), f"bandwidth_bytes_per_s: {slower}"), encoding="utf-8")
+    ours = {c["id"]: c for c in site_scenarios.scenario_contexts(
+        root / "scenarios", cat=load_catalog(root))}
+    bundled = {c["id"]: c for c in site_scenarios.scenario_contexts(
+        cat.root / "scenarios", cat=cat)}
+    assert ours["llm-7b-q4-24gb"]["report"] != bundled["llm-7b-q4-24gb"]["report"]
+    assert ours["app-postgres"] == bundled["app-postgres"]
