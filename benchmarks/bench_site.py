@@ -304,9 +304,10 @@ def main() -> None:
             full_gz = mk["index_gzip_bytes"] * scale / 1e6
             print(
                 f"all-mkdocs sample: {mk['pages']} config pages in {mk['seconds']:.1f} s "
-                f"({per * 1000:.0f} ms/page, about {per * len(todo) / 60:.0f} min at full size); "
+                f"({per * 1000:.0f} ms/page, about {per * len(todo) / 60:.0f} min "
+                f"for {len(todo):,} configs); "
                 f"lunr index {mk['index_bytes']:,} bytes ({mk['index_gzip_bytes']:,} gzip), "
-                f"about {full_mb:.0f} MB ({full_gz:.1f} MB gzip) at full size, "
+                f"about {full_mb:.0f} MB ({full_gz:.1f} MB gzip) for {len(todo):,} configs, "
                 "all downloaded before the first result"
             )
     finally:
