@@ -123,6 +123,7 @@ def test_search_index_is_written(built):
     site, _, _ = built
     assert (site / "pagefind" / "pagefind.js").is_file()
     assert (site / "pagefind" / "pagefind-ui.js").is_file()
+    assert (site / "pagefind-configs" / "pagefind.js").is_file()  # merged by search.js
 
 
 def test_two_builds_are_byte_identical(built, tmp_path):

@@ -243,7 +243,7 @@ def test_failed_build_leaves_the_site_and_the_cache_usable(project, tmp_path, mo
     before = snapshot(project.out)
     project.edit_gpu(BANDWIDTH, "bandwidth_bytes_per_s: 1_200_000_000_000")
 
-    def broken(site_dir: Path, output: Path | None = None) -> None:
+    def broken(site_dir: Path, output: Path | None = None, glob: str | None = None) -> None:
         raise assemble.SiteError("pagefind failed: simulated")
 
     # Fails late: after the changed pages were rendered into the workspace.
@@ -404,3 +404,27 @@ def test_scenario_pages_follow_the_catalog_given(tmp_path: Path, cat: Catalog) -
         cat.root / "scenarios", cat=cat)}
     assert ours["llm-7b-q4-24gb"]["report"] != bundled["llm-7b-q4-24gb"]["report"]
     assert ours["app-postgres"] == bundled["app-postgres"]
+
+
+def test_an_edit_that_moves_numbers_keeps_the_config_search_index(project, monkeypatch):
+    # Config pages are indexed by their names: a bandwidth edit re-renders them
+    # but recalls their search bundle, file for file; only the other pages'
+    # (small) bundle is indexed again.
+    before = snapshot(project.out)
+    indexed: list[str | None] = []
+    real = site_search.index
+
+    def counting(site_dir: Path, output: Path | None = None, glob: str | None = None) -> None:
+        indexed.append(glob)
+        real(site_dir, output, glob)
+
+    monkeypatch.setattr(site_search, "index", counting)
+    project.edit_gpu(BANDWIDTH, "bandwidth_bytes_per_s: 1_200_000_000_000")
+    report = project.build()
+    assert indexed == [site_search.OTHER_GLOB]
+    after = snapshot(project.out)
+    bundle = {f for f in before if f.startswith("pagefind-configs/")}
+    assert bundle
+    assert bundle == {f for f in after if f.startswith("pagefind-configs/")}
+    assert all(after[f] == before[f] for f in bundle)
+    assert report.rendered  # the pages themselves did change
