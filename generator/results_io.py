@@ -13,7 +13,7 @@ import io
 import json
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,24 +35,21 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _base_type(hint: Any) -> Any:
-    if isinstance(hint, types.UnionType):
-        return next(a for a in typing.get_args(hint) if a is not type(None))
-    return hint
-
-
-def _parse(name: str, text: str) -> Any:
+def _converter(name: str) -> Callable[[str], Any]:
+    """Text to value for one column, as :func:`_cell` writes it (worked out once per column)."""
     hint = _HINTS[name]
-    if text == "" and isinstance(hint, types.UnionType):
-        return None
-    base = _base_type(hint)
-    if base is bool:
-        return text == "true"
-    if base is int:
-        return int(text)
-    if base is float:
-        return float(text)
-    return text
+    optional = isinstance(hint, types.UnionType)
+    base = next(a for a in typing.get_args(hint) if a is not type(None)) if optional else hint
+    table: dict[Any, Callable[[str], Any]] = {bool: "true".__eq__, int: int, float: float}
+    conv = table.get(base, str)
+    if not optional:
+        return conv
+    return lambda text: None if text == "" else conv(text)
+
+
+_CONVERTERS = [_converter(name) for name in FIELDS]
+CURVES_HEAD = '{"config_id":"'  # every canonical curves line starts so (sorted keys)
+_CURVE_FIELDS = tuple(f.name for f in dataclasses.fields(Curves))
 
 
 def results_csv(rows: Iterable[ResultRow]) -> str:
@@ -65,31 +62,63 @@ def results_csv(rows: Iterable[ResultRow]) -> str:
     return buf.getvalue()
 
 
+def curves_line(c: Curves) -> str:
+    """A config's canonical ``curves.jsonl`` line.
+
+    Built from a shallow dict of the fields: the same JSON as from
+    ``dataclasses.asdict``, which copies every number one call at a time and
+    took half a minute over the catalog.
+    """
+    fields = {name: getattr(c, name) for name in _CURVE_FIELDS}
+    return json.dumps(fields, sort_keys=True, separators=(",", ":")) + "\n"
+
+
 def curves_jsonl(curves: Iterable[Curves]) -> str:
     """The curves as canonical JSON lines."""
-    lines = [
-        json.dumps(dataclasses.asdict(c), sort_keys=True, separators=(",", ":"))
-        for c in sorted(curves, key=lambda c: c.config_id)
-    ]
-    return "".join(line + "\n" for line in lines)
+    return "".join(curves_line(c) for c in sorted(curves, key=lambda c: c.config_id))
 
 
 def read_results(out_dir: Path) -> list[ResultRow]:
-    """Rows of ``results.csv`` in config-id order."""
-    with (out_dir / RESULTS).open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        return [ResultRow(**{k: _parse(k, v) for k, v in rec.items()}) for rec in reader]
+    """Rows of ``results.csv`` in file (config-id) order.
+
+    Raises ``ValueError`` when the header is not the one this version writes.
+    """
+    path = out_dir / RESULTS
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None:
+            return []
+        if header != FIELDS:
+            raise ValueError(f"{path}: other columns than this version writes")
+        return [ResultRow(*[c(v) for c, v in zip(_CONVERTERS, rec, strict=True)]) for rec in reader]
+
+
+def line_config_id(line: str) -> str:
+    """The config id of a ``curves.jsonl`` line, without parsing the rest of it.
+
+    Canonical lines have sorted keys, so ``config_id`` comes first; a quote or a
+    backslash in the id would need unescaping, so that case parses the line.
+    """
+    if line.startswith(CURVES_HEAD):
+        end = line.find('"', len(CURVES_HEAD))
+        cid = line[len(CURVES_HEAD) : end]
+        if end > 0 and "\\" not in cid:
+            return cid
+    return str(json.loads(line)["config_id"])
+
+
+def parse_curves(line: str) -> Curves:
+    """One ``curves.jsonl`` line as :class:`Curves`."""
+    data = json.loads(line)
+    return Curves(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 def read_curves(out_dir: Path) -> dict[str, Curves]:
     """Curves by config id."""
-    out: dict[str, Curves] = {}
     with (out_dir / CURVES).open(encoding="utf-8") as fh:
-        for line in fh:
-            data = json.loads(line)
-            tuples = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
-            out[data["config_id"]] = Curves(**tuples)
-    return out
+        curves = [parse_curves(line) for line in fh]
+    return {c.config_id: c for c in curves}
 
 
 def row_json(row: ResultRow) -> dict[str, Any]:

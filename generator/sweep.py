@@ -9,7 +9,6 @@ load-sweep the rest (optionally in several processes), then write
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 import os
@@ -23,7 +22,15 @@ from catalog.loader import Catalog, load_catalog
 from engine.sim import Scratch
 from engine.sim_kernel import warm_up
 from generator.records import Curves, ResultRow
-from generator.results_io import CURVES, FIELDS, RESULTS, results_csv
+from generator.results_io import (
+    CURVES,
+    CURVES_HEAD,
+    FIELDS,
+    RESULTS,
+    curves_line,
+    line_config_id,
+    results_csv,
+)
 from generator.sweep_eval import (  # re-exported: the sweep's public names
     Combo,
     InputKeys,
@@ -39,7 +46,6 @@ __all__ = [
     "Progress",
     "SweepStats",
     "compute",
-    "curves_line",
     "default_jobs",
     "enumerate_combos",
     "evaluate",
@@ -71,19 +77,6 @@ class Swept:
 
 
 _HEADER = results_csv([])
-_CURVE_FIELDS = tuple(f.name for f in dataclasses.fields(Curves))
-_CURVES_HEAD = '{"config_id":"'  # every canonical curves line starts so (sorted keys)
-
-
-def curves_line(c: Curves) -> str:
-    """A config's canonical ``curves.jsonl`` line, as :func:`curves_jsonl` writes it.
-
-    Built from a shallow dict of the fields: the same JSON as from
-    ``dataclasses.asdict``, which copies every number one call at a time and
-    took half a minute over the catalog.
-    """
-    fields = {name: getattr(c, name) for name in _CURVE_FIELDS}
-    return json.dumps(fields, sort_keys=True, separators=(",", ":")) + "\n"
 
 
 def _swept(row: ResultRow, curves: Curves) -> Swept:
@@ -154,9 +147,9 @@ def _previous(out_dir: Path) -> _Previous:
         curves = {}
         with (out_dir / CURVES).open(encoding="utf-8") as fh:
             for line in fh:
-                if not line.startswith(_CURVES_HEAD):
-                    return empty
-                curves[line[len(_CURVES_HEAD) : line.index('"', len(_CURVES_HEAD))]] = line
+                if not line.startswith(CURVES_HEAD):
+                    return empty  # not as this version writes: compute everything
+                curves[line_config_id(line)] = line
     except (OSError, ValueError, TypeError, StopIteration):
         return empty  # no usable previous sweep: compute everything
     return _Previous(keys, rows, curves)

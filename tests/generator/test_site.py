@@ -196,18 +196,22 @@ def test_sitemap_lists_absolute_urls_without_dates():
     assert assemble.sitemap("", ["gpu/a/"]) == {}
 
 
-def test_the_site_reads_the_sweep_as_results_io_does(tmp_path, cat):
+def test_the_site_reads_back_the_sweep_it_was_given(tmp_path, cat):
     from generator.results_io import read_curves
     from generator.site_data import read_curve_lines, read_rows
 
     rows = make_rows(cat=cat)
     odd = dataclasses.replace(rows[0], verdict='a "quoted", comma\nnew line', bottleneck="")
-    (tmp_path / RESULTS).write_text(results_csv([odd, *rows[1:]]))
-    (tmp_path / CURVES).write_text(curves_jsonl(_curves(r) for r in rows))
-    assert read_rows(tmp_path) == read_results(tmp_path)
+    written = sorted([odd, *rows[1:]], key=lambda r: r.config_id)
+    curves = {r.config_id: _curves(r) for r in rows}
+    (tmp_path / RESULTS).write_text(results_csv(written))
+    (tmp_path / CURVES).write_text(curves_jsonl(curves.values()))
+    assert read_rows(tmp_path) == read_results(tmp_path) == written
     assert any(r.p99_break_rps is None for r in read_rows(tmp_path))
-    lines = read_curve_lines(tmp_path)
-    assert dict(lines) == read_curves(tmp_path)
+    assert dict(read_curve_lines(tmp_path)) == read_curves(tmp_path) == curves
+    (tmp_path / RESULTS).write_text("config_id,slots\nx,1\n")
+    with pytest.raises(assemble.SiteError, match="other columns"):
+        read_rows(tmp_path)
 
 
 def test_nearest_fits_index_agrees_with_the_definition(cat):
