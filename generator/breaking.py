@@ -144,11 +144,10 @@ def run_seconds(service: float, s: LoadSettings) -> float:
     return s.sim_seconds * max(1, math.ceil(s.min_service_times * service / s.sim_seconds - 1e-9))
 
 
-def rig(cap: CapacityResult, s: LoadSettings, name: str, duration_s: float | None = None
-        ) -> SimSpec:
+def rig(cap: CapacityResult, s: LoadSettings, name: str, duration_s: float) -> SimSpec:
     """Load -> LLM server with a buffering queue, under the catalog's failure rules.
 
-    The run lasts ``duration_s`` (by default :func:`run_seconds` of its service time).
+    The run lasts ``duration_s`` (:func:`run_seconds` of the config's service time).
     """
     llm = llm_spec(cap, s)
     node = NodeSpec(
@@ -170,7 +169,7 @@ def rig(cap: CapacityResult, s: LoadSettings, name: str, duration_s: float | Non
     )
     return SimSpec(
         name=name, source=SourceSpec(), nodes=(node,), rules=rules,
-        duration_s=run_seconds(mean_service_s(cap, s), s) if duration_s is None else duration_s,
+        duration_s=duration_s,
     )
 
 

@@ -14,7 +14,6 @@ from generator.site_svg import sketch
 if TYPE_CHECKING:
     from catalog.loader import Catalog
     from catalog.scenario import LoadedScenario
-    from engine.sim_model import SimSpec
     from generator.simulate import Capacity
     from generator.site_cache import RenderCache
 
@@ -81,10 +80,10 @@ def scenario_contexts(folder: Path, cache: RenderCache | None = None,
     """
     from catalog.scenario import load_parts, load_scenario
     from generator.resolve import capacity_for
-    from generator.simulate import build_spec
+    from generator.simulate import build_spec, default_capacity
 
     parts = None
-    capacity: Capacity | None = None
+    capacity: Capacity = default_capacity
     if cat is not None:
         parts = load_parts(cat.root / "parts") if (cat.root / "parts").is_dir() else None
         capacity = functools.partial(capacity_for, cat=cat)
@@ -92,10 +91,10 @@ def scenario_contexts(folder: Path, cache: RenderCache | None = None,
     version = _sim_version() if cache else ""
     for path in sorted(folder.glob("*.yaml")):
         loaded = load_scenario(path, parts)
-        spec = build_spec(loaded, capacity=capacity) if capacity else build_spec(loaded)
         if cache is None:
             out.append(_context(loaded, capacity))
             continue
+        spec = build_spec(loaded, capacity=capacity)
         key = digest(version, files_digest([path], folder), repr(spec))
         ctx = cache.doc("scenario", key)
         if ctx is None:
@@ -105,20 +104,17 @@ def scenario_contexts(folder: Path, cache: RenderCache | None = None,
     return out
 
 
-def _context(loaded: LoadedScenario, capacity: Capacity | None = None) -> dict[str, Any]:
+def _context(loaded: LoadedScenario, capacity: Capacity) -> dict[str, Any]:
     """Run one scenario: its load sweep, then the run at the breaking rate."""
     from engine.sim import tick_rows
     from generator.simulate import build_spec, human_run, run, run_sweep
 
-    def spec(rps: float | None = None) -> SimSpec:
-        return build_spec(loaded, rps, capacity=capacity) if capacity else build_spec(loaded, rps)
-
     sc = loaded.scenario
     levels = [sc.sweep.start_rps + i * sc.sweep.step_rps for i in range(sc.sweep.points)]
-    swept = run_sweep(spec(), levels, sc.seed)
+    swept = run_sweep(build_spec(loaded, capacity=capacity), levels, sc.seed)
     # The timeline is the run at the breaking rate: the moment worth seeing.
     at = swept.breaking_rps or sc.load.level_rps
-    result = run(spec(at), sc.seed)
+    result = run(build_spec(loaded, rps=at, capacity=capacity), sc.seed)
     health = _per_second(tick_rows(result))
     return {
         "breaking_rps": swept.breaking_rps,
