@@ -83,12 +83,27 @@ def place_index(tree: Tree) -> None:
     )
     others = [p for p in pages if not is_config(p[0])]
     _place(tree, DIR, OTHER_GLOB, digest(OTHER_GLOB, json_digest(others), versions))
+    configs = [p for p in pages if is_config(p[0])]
+    texts = _texts_digest(tree, configs)
+    _place(tree, CONFIG_DIR, CONFIG_GLOB, digest(CONFIG_GLOB, texts, versions))
+
+
+def _texts_digest(tree: Tree, configs: list[tuple[str, str]]) -> str:
+    """Digest of what Pagefind reads of each config page, remembered per set of page bytes.
+
+    Reading every config page costs most of a second; when no page's bytes
+    changed (``configs`` pairs each page with its content key) the last digest holds.
+    """
+    known = json_digest(configs)
+    remembered = tree.cache.doc("pagefind-text", known)
+    if isinstance(remembered, str):
+        return remembered
     texts = hashlib.sha256()
-    for rel, _ in pages:
-        if is_config(rel):
-            texts.update(rel.encode() + b"\0")
-            texts.update(searched_text(Path(tree.wanted[rel]).read_bytes()) + b"\0")
-    _place(tree, CONFIG_DIR, CONFIG_GLOB, digest(CONFIG_GLOB, texts.hexdigest(), versions))
+    for rel, _ in configs:
+        texts.update(rel.encode() + b"\0")
+        texts.update(searched_text(Path(tree.wanted[rel]).read_bytes()) + b"\0")
+    tree.cache.put_doc("pagefind-text", known, texts.hexdigest())
+    return texts.hexdigest()
 
 
 def _place(tree: Tree, folder: str, glob: str, key: str) -> None:
