@@ -6,7 +6,7 @@ A 5-node graph (load -> app -> postgres, app -> queue -> LLM that blocks) runs
 10 simulated minutes at 100 ms ticks, at a healthy level and at an overloaded
 one, then as a 40-point sweep in one array call; app-postgres likewise. Then
 the batch sweep's rig (Poisson load -> LLM with a buffering queue), one config
-alone and 100 configs of different sizes through engine.sim.simulate_many, 40
+alone and 100 configs of different sizes through engine.sim.run.simulate_many, 40
 levels x 3 simulated minutes each. CPU time (time.process_time), median of
 several repeats. Timing lives here, never in the tests.
 """
@@ -22,13 +22,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from catalog.scenario import SCENARIOS_DIR, load_scenario
-from engine.queueing import Discipline
-from engine.rng import mulberry32
-from engine.sim import Scratch, simulate, simulate_many
-from engine.sim_model import LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
-from engine.traffic import SourceSpec
-from generator.simulate import build_spec
+from backpressure.catalog.scenario import SCENARIOS_DIR, load_scenario
+from backpressure.engine.rng import mulberry32
+from backpressure.engine.sim.model import LlmSpec, NodeKind, NodeSpec, Rules, SimSpec, slot_time_s
+from backpressure.engine.sim.queueing import Discipline
+from backpressure.engine.sim.run import Scratch, simulate, simulate_many
+from backpressure.engine.sim.traffic import SourceSpec
+from backpressure.generator.simulate import build_spec
 
 REPEATS = 5
 

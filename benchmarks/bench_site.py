@@ -34,11 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from catalog.loader import Catalog, load_catalog  # noqa: E402
-from generator import charts, render  # noqa: E402
-from generator.pages import config_context  # noqa: E402
-from generator.site import MKDOCS_YML, SiteModel, build_site  # noqa: E402
-from generator.site_svg import fallbacks  # noqa: E402
+from backpressure.catalog.loader import Catalog, load_catalog  # noqa: E402
+from backpressure.generator.paths import MKDOCS_YML  # noqa: E402
+from backpressure.generator.site import charts, render  # noqa: E402
+from backpressure.generator.site.build import SiteModel, build_site  # noqa: E402
+from backpressure.generator.site.pages import config_context  # noqa: E402
+from backpressure.generator.site.svg import fallbacks  # noqa: E402
+
 from tests.generator.fixtures import all_combos, write_fixture  # noqa: E402
 
 QUERY = "4090 llama 3.1 8b q4"
@@ -47,7 +49,7 @@ TARGET = "gpu/rtx-4090/llama-3.1-8b/"
 
 def combos(cat: Catalog, limit: int) -> list[tuple[str, str, str, int]]:
     try:
-        from generator.sweep import enumerate_combos
+        from backpressure.generator.sweep.combos import enumerate_combos
     except ImportError:
         return list(all_combos(cat, limit))
     out = [(c.device, c.model, c.quant, c.context) for c in enumerate_combos(cat)]
@@ -80,10 +82,9 @@ def site_stats(site: Path) -> dict[str, float]:
 
 def mkdocs_sample(cat: Catalog, sweep: Path, n: int) -> dict[str, float]:
     """Push ``n`` config pages through mkdocs (material + lunr search) and time it."""
+    from backpressure.generator.results_io import read_curves, read_results
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
-
-    from generator.results_io import read_curves, read_results
 
     rows = read_results(sweep)[:n]
     m = SiteModel(cat, rows, read_curves(sweep), "")

@@ -44,8 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from catalog.loader import DEFAULT_ROOT  # noqa: E402
-from generator.sweep import default_jobs, run_sweep  # noqa: E402
+from backpressure.catalog.loader import DEFAULT_ROOT  # noqa: E402
+from backpressure.generator.sweep.run import default_jobs, run_sweep  # noqa: E402
 
 
 def one_sweep(catalog: str, out: str, jobs: int) -> dict[str, Any]:

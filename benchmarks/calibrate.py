@@ -20,13 +20,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-
-from catalog.loader import Catalog, load_catalog
-from engine.bands import error_band
-from engine.capacity import estimate
-from engine.ceilings import StepModel
-from engine.units import GIB
-from generator import resolve
+from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.engine.bands import error_band
+from backpressure.engine.capacity import estimate
+from backpressure.engine.ceilings import StepModel
+from backpressure.engine.units import GIB
+from backpressure.generator import resolve
 
 DATA = Path(__file__).resolve().parent / "data"
 PLATFORMS = ("nvidia", "amd", "apple", "cpu")

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.arch import Attention, Experts, ModelArch
-from engine.params import (
+from backpressure.engine.arch import Attention, Experts, ModelArch
+from backpressure.engine.params import (
     embedding_params,
     gated_mlp_params,
     gqa_attention_params,

@@ -7,12 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from backpressure.catalog.errors import CatalogError, Problem, safe_repr
+from backpressure.catalog.hf_config import ConfigError, parse_config
+from backpressure.catalog.schema import (
+    Calibration,
+    Gpu,
+    KvDtype,
+    Model,
+    Quant,
+    Rig,
+    Runtime,
+    Settings,
+)
+from backpressure.engine.arch import ModelArch
 from pydantic import BaseModel, ValidationError
-
-from catalog.errors import CatalogError, Problem, safe_repr
-from catalog.hf_config import ConfigError, parse_config
-from catalog.schema import Calibration, Gpu, KvDtype, Model, Quant, Rig, Runtime, Settings
-from engine.arch import ModelArch
 
 DEFAULT_ROOT = Path(__file__).resolve().parent
 

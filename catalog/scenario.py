@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
+from backpressure.catalog.errors import CatalogError, Problem, safe_repr
+from backpressure.catalog.schema import Entity, EntityId, Name
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -23,9 +25,6 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-
-from catalog.errors import CatalogError, Problem, safe_repr
-from catalog.schema import Entity, EntityId, Name
 
 PARTS_DIR = Path(__file__).resolve().parent / "parts"
 SCENARIOS_DIR = Path(__file__).resolve().parent / "scenarios"

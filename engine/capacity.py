@@ -13,14 +13,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine.arch import ModelArch
-from engine.bands import error_band
-from engine.ceilings import StepModel, bandwidth_concurrency, binding_ceiling
-from engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
-from engine.kv import kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_heuristic
-from engine.memory import slots as slot_count
-from engine.memory import usable_memory_bytes, weights_bytes
-from engine.results import CapacityResult, Ceiling, KvBasis
+from backpressure.engine.arch import ModelArch
+from backpressure.engine.bands import error_band
+from backpressure.engine.ceilings import StepModel, bandwidth_concurrency, binding_ceiling
+from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
+from backpressure.engine.kv import (
+    kv_bytes_per_request,
+    kv_bytes_per_token,
+    kv_bytes_per_token_heuristic,
+)
+from backpressure.engine.memory import slots as slot_count
+from backpressure.engine.memory import usable_memory_bytes, weights_bytes
+from backpressure.engine.results import CapacityResult, Ceiling, KvBasis
 
 
 def overhead_bytes(runtime: Runtime, device: Device) -> int:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.arch import Experts
-from engine.results import Ceiling
+from backpressure.engine.arch import Experts
+from backpressure.engine.results import Ceiling
 
 
 @dataclass(frozen=True, slots=True)

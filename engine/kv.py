@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 
-from engine.arch import Attention
-from engine.units import MIB
+from backpressure.engine.arch import Attention
+from backpressure.engine.units import MIB
 
 
 def kv_bytes_per_token_layer(attention: Attention, bytes_per_element: float) -> float:

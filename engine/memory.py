@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from engine.units import BITS_PER_BYTE
+from backpressure.engine.units import BITS_PER_BYTE
 
 
 def weights_bytes(

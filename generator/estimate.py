@@ -7,15 +7,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import safe_repr
-from catalog.hf_config import ConfigError, parse_config
-from catalog.loader import Catalog
-from engine.arch import ModelArch
-from engine.capacity import estimate
-from engine.inputs import Device, Runtime
-from engine.results import CapacityResult
-from engine.units import GB, GIB
-from generator import resolve
+from backpressure.catalog.errors import safe_repr
+from backpressure.catalog.hf_config import ConfigError, parse_config
+from backpressure.catalog.loader import Catalog
+from backpressure.engine.arch import ModelArch
+from backpressure.engine.capacity import estimate
+from backpressure.engine.inputs import Device, Runtime
+from backpressure.engine.results import CapacityResult
+from backpressure.engine.units import GB, GIB
+from backpressure.generator import resolve
 
 
 class UserError(Exception):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from engine.results import CapacityResult
-from engine.units import GIB
-from generator.estimate import Estimate
+from backpressure.engine.results import CapacityResult
+from backpressure.engine.units import GIB
+from backpressure.generator.estimate import Estimate
+from backpressure.generator.text import verdict
 
 
 def gib(n: float) -> str:
@@ -53,24 +54,6 @@ def _ceilings(r: CapacityResult) -> list[str]:
         lines.append(f"  prefill      {r.prefill_tokens_per_s:,.0f} prompt tokens/s")
     lines.append(f"  binding      {r.binding_ceiling or 'unknown (bandwidth not given)'}")
     return lines
-
-
-def verdict(r: CapacityResult) -> str:
-    """One line: does it fit, how many streams, what binds."""
-    if not r.fits:
-        short = (
-            -r.kv_budget_bytes + r.kv_bytes_per_request
-            if r.kv_budget_bytes < 0
-            else (r.kv_bytes_per_request - r.kv_budget_bytes)
-        )
-        return f"does not fit: {gib(short)} GiB short of one {r.context_tokens:,}-token request"
-    what = {
-        "kv": "the KV cache fills before bandwidth runs out",
-        "bandwidth": "memory bandwidth binds before the KV cache fills",
-        "compute": "compute binds before the KV cache fills",
-        None: "decode speed not computed",
-    }[r.binding_ceiling]
-    return f"fits: {r.effective_concurrency:,} concurrent requests (±{r.error_band_pct} %); {what}"
 
 
 def render(est: Estimate) -> str:

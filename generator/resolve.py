@@ -6,13 +6,13 @@ import difflib
 from dataclasses import dataclass
 from typing import TypeVar
 
-from catalog.loader import Catalog, load_catalog
-from catalog.schema import Gpu, KvDtype, Quant
-from catalog.schema import Runtime as RuntimeEntry
-from engine.arch import ModelArch
-from engine.capacity import estimate
-from engine.inputs import Constants, Device, Runtime, WeightFormat
-from engine.results import CapacityResult
+from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.catalog.schema import Gpu, KvDtype, Quant
+from backpressure.catalog.schema import Runtime as RuntimeEntry
+from backpressure.engine.arch import ModelArch
+from backpressure.engine.capacity import estimate
+from backpressure.engine.inputs import Constants, Device, Runtime, WeightFormat
+from backpressure.engine.results import CapacityResult
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from generator.records import Curves, ResultRow
+from backpressure.generator.records import Curves, ResultRow
 
 RESULTS = "results.csv"
 CURVES = "curves.jsonl"

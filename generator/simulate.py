@@ -7,16 +7,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from catalog.errors import CatalogError, Problem
-from catalog.scenario import AppPart, DatabasePart, LlmPart, LoadedScenario, Part, QueuePart
-from engine.queueing import Discipline
-from engine.results import CapacityResult
-from engine.rng import mulberry32
-from engine.sim import SimResult, simulate, sweep, tick_rows
-from engine.sim_model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec
-from engine.sim_records import RunReport, SweepReport, TickRow
-from engine.sim_verdict import fmt_ms, fmt_rps
-from engine.traffic import Arrivals, Shape, SourceSpec
+from backpressure.catalog.errors import CatalogError, Problem
+from backpressure.catalog.scenario import (
+    AppPart,
+    DatabasePart,
+    LlmPart,
+    LoadedScenario,
+    Part,
+    QueuePart,
+)
+from backpressure.engine.results import CapacityResult
+from backpressure.engine.rng import mulberry32
+from backpressure.engine.sim.model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec
+from backpressure.engine.sim.queueing import Discipline
+from backpressure.engine.sim.records import RunReport, SweepReport, TickRow
+from backpressure.engine.sim.run import SimResult, simulate, sweep, tick_rows
+from backpressure.engine.sim.traffic import Arrivals, Shape, SourceSpec
+from backpressure.engine.sim.verdict import fmt_ms, fmt_rps
 
 Capacity = Callable[..., CapacityResult]
 
@@ -33,7 +40,7 @@ TICK_FIELDS = ("node", "tick", *TICK_DECIMALS)
 
 def default_capacity(**kwargs: Any) -> CapacityResult:
     """The capacity engine via the catalog (imported late: it loads the catalog)."""
-    from generator.resolve import capacity_for
+    from backpressure.generator.resolve import capacity_for
 
     return capacity_for(**kwargs)
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from catalog.loader import Catalog, load_catalog
+from backpressure.catalog.loader import Catalog, load_catalog
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from backpressure.generator.site.build import build_site
 
-from generator.site import build_site
 from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve
 from tests.generator.fixtures import write_fixture
 

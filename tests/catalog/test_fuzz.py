@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 
+from backpressure.catalog.errors import Problem
+from backpressure.catalog.hf_config import ConfigError, parse_config
+from backpressure.catalog.loader import KINDS, load_catalog, validate_entity
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from catalog.errors import Problem
-from catalog.hf_config import ConfigError, parse_config
-from catalog.loader import KINDS, load_catalog, validate_entity
 
 SCALARS = st.one_of(
     st.none(),

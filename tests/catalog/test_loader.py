@@ -6,9 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from catalog.errors import CatalogError
-from catalog.loader import DEFAULT_ROOT, load_catalog
+from backpressure.catalog.errors import CatalogError
+from backpressure.catalog.loader import DEFAULT_ROOT, load_catalog
 
 
 def test_catalog_coverage(cat):

@@ -3,9 +3,14 @@
 from pathlib import Path
 
 import pytest
-
-from catalog.errors import CatalogError
-from catalog.scenario import PARTS_DIR, SCENARIOS_DIR, LlmPart, load_parts, load_scenario
+from backpressure.catalog.errors import CatalogError
+from backpressure.catalog.scenario import (
+    PARTS_DIR,
+    SCENARIOS_DIR,
+    LlmPart,
+    load_parts,
+    load_scenario,
+)
 
 GOOD = """\
 id: s

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.arch import Experts
-from engine.ceilings import StepModel, bandwidth_concurrency, binding_ceiling, distinct_experts
-from generator import resolve
-from generator.resolve import capacity_for
+from backpressure.engine.arch import Experts
+from backpressure.engine.ceilings import (
+    StepModel,
+    bandwidth_concurrency,
+    binding_ceiling,
+    distinct_experts,
+)
+from backpressure.generator import resolve
+from backpressure.generator.resolve import capacity_for
 
 
 def test_distinct_experts_limits():

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.arch import Attention
-from engine.kv import (
+from backpressure.engine.arch import Attention
+from backpressure.engine.kv import (
     kv_bytes_per_request,
     kv_bytes_per_token,
     kv_bytes_per_token_heuristic,
 )
-from engine.units import MIB
+from backpressure.engine.units import MIB
 
 
 def test_llama_31_8b_bf16_and_fp8(cat):

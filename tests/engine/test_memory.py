@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from engine.kv import kv_bytes_per_request
-from engine.memory import slots, usable_memory_bytes, weights_bytes
-from engine.units import GIB
+from backpressure.engine.kv import kv_bytes_per_request
+from backpressure.engine.memory import slots, usable_memory_bytes, weights_bytes
+from backpressure.engine.units import GIB
 
 OVERHEAD = 2 * GIB  # llama.cpp framework overhead of the worked example
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import asdict
 
+from backpressure.engine.capacity import estimate
+from backpressure.engine.inputs import Device, Runtime
+from backpressure.generator import resolve
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from engine.capacity import estimate
-from engine.inputs import Device, Runtime
-from generator import resolve
 
 MODELS = st.sampled_from(
     [

@@ -1,10 +1,9 @@
 """mulberry32 must match the JavaScript original bit for bit."""
 
 import numpy as np
+from backpressure.engine.rng import Mulberry32, mulberry32
 from hypothesis import given
 from hypothesis import strategies as st
-
-from engine.rng import Mulberry32, mulberry32
 
 # Values printed by the JavaScript function (node, V8) for these seeds.
 SEED_0 = [0.26642920868471265, 0.0003297457005828619, 0.2232720274478197]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from engine.capacity import estimate
-from engine.inputs import Constants, Device, Runtime, WeightFormat
-from engine.units import GIB, MIB
+from backpressure.engine.capacity import estimate
+from backpressure.engine.inputs import Constants, Device, Runtime, WeightFormat
+from backpressure.engine.units import GIB, MIB
 
 CONSTANTS = Constants(
     kv_heuristic_mib_per_billion=0.017,

@@ -13,11 +13,11 @@ import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from catalog.loader import Catalog, load_catalog
-from engine.results import CapacityResult
-from generator import resolve
-from generator.records import Curves, ResultRow, config_id, permalink
-from generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
+from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.engine.results import CapacityResult
+from backpressure.generator import resolve
+from backpressure.generator.records import Curves, ResultRow, config_id, permalink
+from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
 
 # (device, model, quant, context): fits and does-not-fit, KV- and bandwidth-bound,
 # a rig, unified memory, a CPU host, an MoE model, a 4k/8k pair for "nearest fit".

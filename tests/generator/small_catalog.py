@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from catalog.loader import DEFAULT_ROOT
+from backpressure.catalog.loader import DEFAULT_ROOT
 
 GPUS = ("rtx-4090", "h100-sxm", "m4-max-128gb", "rtx-3060-12gb")
 RIGS = ("2x-rtx-4090",)

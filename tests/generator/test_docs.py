@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import pytest
+from backpressure.generator.cli.main import cli
+from backpressure.generator.paths import ROOT as ROOT_DIR
 
-from generator.cli import cli
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = ROOT_DIR / "docs"
 
 
 @pytest.mark.parametrize("name", sorted(cli.commands))

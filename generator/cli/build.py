@@ -1,0 +1,87 @@
+"""``backpressure build``: sweep (or reuse a sweep), then build the site."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from backpressure.generator.cli.options import catalog_option
+
+
+def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> Path:
+    """The directory holding results.csv and curves.jsonl, running the sweep if needed."""
+    if results is not None:
+        return results
+    from backpressure.generator.sweep.run import (
+        run_sweep,  # lazy: the sweep pulls in the simulation
+    )
+
+    sweep_dir = out.with_name(out.name + ".sweep")
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    run_sweep(catalog, sweep_dir, jobs)
+    return sweep_dir
+
+
+@click.command("build")
+@catalog_option
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("site"),
+    show_default=True,
+    help="Where the site goes; replaced only after a successful build.",
+)
+@click.option(
+    "--results",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Reuse this sweep output (results.csv, curves.jsonl) instead of sweeping.",
+)
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sweep processes."
+)
+@click.option(
+    "--config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="mkdocs.yml to build with (default: the project's).",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    help="Render every page afresh instead of reusing the render cache (OUT.cache).",
+)
+def build_command(
+    catalog_dir: Path | None,
+    out: Path,
+    results: Path | None,
+    jobs: int,
+    config_file: Path | None,
+    full: bool,
+) -> None:
+    """Sweep the catalog (or reuse --results) and build the static site into --out.
+
+    Only the pages whose inputs changed since the last build are rendered again.
+    """
+    from backpressure.catalog.errors import CatalogError
+    from backpressure.generator.paths import MKDOCS_YML
+    from backpressure.generator.site.build import build_site
+    from backpressure.generator.site.publish.assemble import SiteError
+
+    start = time.perf_counter()
+    results_dir = _sweep(catalog_dir, results, out, jobs)
+    swept = time.perf_counter() - start
+    try:
+        report = build_site(results_dir, out, catalog_dir, config_file or MKDOCS_YML, full=full)
+    except (SiteError, CatalogError, FileNotFoundError) as exc:
+        raise click.ClickException(f"{exc} (the previous site, if any, is unchanged)") from exc
+    avg = report.html_bytes / max(report.pages, 1) / 1024
+    click.echo(
+        f"built {out}: {report.configs:,} configs ({len(report.rendered):,} rendered), "
+        f"{report.pages:,} pages (average {avg:.1f} KiB), {report.files:,} files "
+        f"({len(report.changed):,} changed, {len(report.removed):,} removed) "
+        f"in {time.perf_counter() - start:.1f} s"
+    )
+    phases = [("sweep", swept)] if results is None else []
+    click.echo("  seconds: " + ", ".join(f"{n} {s:.1f}" for n, s in [*phases, *report.phases]))

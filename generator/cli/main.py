@@ -1,0 +1,46 @@
+"""The ``backpressure`` command line: thin click commands over plain functions."""
+
+from __future__ import annotations
+
+import click
+from backpressure.generator.cli.build import build_command
+from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
+from backpressure.generator.cli.estimate import catalog_command, estimate_command
+from backpressure.generator.cli.simulate import simulate_command
+from backpressure.generator.cli.sweep import sweep_command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="backpressure")
+def cli() -> None:
+    """Honest LLM-serving capacity: slots, ceilings and breaking points."""
+
+
+cli.add_command(estimate_command)
+cli.add_command(catalog_command)
+cli.add_command(simulate_command)
+cli.add_command(sweep_command)
+cli.add_command(build_command)
+cli.add_command(verify_command)
+cli.add_command(diff_command)
+cli.add_command(goldens_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of raising SystemExit."""
+    try:
+        # Outside standalone mode click returns an Exit's code instead of raising it.
+        code = cli.main(args=argv, prog_name="backpressure", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 1
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        # One clear line, not click's usage block: scripts and people read the same text.
+        click.echo(f"backpressure: error: {exc.format_message()}", err=True)
+        return 2
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return code if isinstance(code, int) else 0

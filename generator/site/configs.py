@@ -1,0 +1,141 @@
+"""Config pages: render those whose content key changed, take the rest from the render cache.
+
+Each config renders to three published files (its page, its badge, its JSON),
+one cache entry under the config's key (generator/site_keys.py), plus the links
+in its page's body, kept so that checking an unchanged page's links does not
+mean reading it again. The site hard-links the entry's files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jinja2 import Environment
+
+from backpressure.generator.site.publish import assemble
+from backpressure.generator.site import charts
+from backpressure.generator.site.chart_pack import pack
+from backpressure.generator.site.pages import config_context, page_path
+from backpressure.generator.records import ResultRow
+from backpressure.generator.results_io import row_json
+from backpressure.generator.site.hubs import break_rps
+from backpressure.generator.keys import depth
+from backpressure.generator.site.svg import badge, fallbacks
+
+if TYPE_CHECKING:
+    from backpressure.generator.site.model import SiteModel
+    from backpressure.generator.site.publish.tree import Tree
+
+SUMMARY_FIELDS = (
+    "error_band_pct",
+    "effective_concurrency",
+    "binding_ceiling",
+    "kv_dtype",
+    *(
+        f"{k}_rps{s}"
+        for k in ("saturation", "shed_onset", "p99_break", "ttft_break")
+        for s in ("", "_low", "_high")
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What writing the config pages did: which were rendered, and the body links by key."""
+
+    rendered: tuple[str, ...]
+    links: dict[str, list[str]]
+
+
+def badge_parts(row: ResultRow) -> tuple[str, str]:
+    """The badge's two halves."""
+    if not row.fits:
+        return "backpressure", "does not fit"
+    b = break_rps(row)
+    tail = f" · breaks at {b:.3g} rps ±{row.error_band_pct} %" if b is not None else ""
+    return "backpressure", f"{row.effective_concurrency} concurrent{tail}"
+
+
+def render_config(
+    env: Environment, m: SiteModel, row: ResultRow, slo: float
+) -> tuple[str, str, str]:
+    """(title, description, body HTML) of one config page."""
+    curves = m.curves.get(row.config_id)
+    data = charts.datasets_for(row, curves, slo)
+    ctx = config_context(m.cat, row, curves, m.nearest.get(row.config_id, []), data)
+    _left, right = badge_parts(row)
+    link = f"{m.site_url}/{row.permalink}" if m.site_url else f"/{row.permalink}"
+    alt = f"{ctx['title']}: {right}"
+    ctx.update(
+        chart_data=pack(data),
+        fallback=fallbacks(data),
+        badge_alt=alt,
+        snippet=f"[![{alt}]({link}badge.svg)]({link})",
+    )
+    return ctx["title"], row.verdict, env.get_template("config.html.j2").render(**ctx)
+
+
+def config_files(
+    env: Environment, m: SiteModel, row: ResultRow, slo: float, shell: assemble.Shell
+) -> tuple[dict[str, bytes], list[str]]:
+    """The cache entry of one config (page, badge, JSON) and the links in its page's body."""
+    title, desc, body = render_config(env, m, row, slo)
+    parts = {
+        "html": shell.wrap(title, desc, body).encode("utf-8"),
+        "svg": badge(*badge_parts(row), row.fits).encode("utf-8"),
+        "json": _json(row_json(row)).encode("utf-8"),
+    }
+    return parts, assemble.page_links(body)
+
+
+def write_configs(
+    env: Environment,
+    m: SiteModel,
+    tree: Tree,
+    shells: dict[int, assemble.Shell],
+    keys: dict[str, str],
+    slo: float,
+) -> Written:
+    """Place every config's page, badge and JSON in the tree, rendering only cache misses."""
+    cache = tree.cache
+    rendered = []
+    links: dict[str, list[str]] = {}
+    for row in m.rows:
+        key = keys[row.config_id]
+        cached = cache.config(key)
+        if cached is None:
+            parts, body_links = config_files(env, m, row, slo, shells[depth(row.permalink)])
+            entry = cache.put_config(key, parts, body_links)
+            rendered.append(row.config_id)
+        else:
+            entry, body_links = cached
+        links[key] = body_links
+        tree.place(page_path(row.permalink), entry["html"])
+        tree.place(row.permalink + "badge.svg", entry["svg"])
+        tree.place(f"api/configs/{row.config_id}.json", entry["json"])
+    return Written(tuple(rendered), links)
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def summary(m: SiteModel) -> str:
+    """``api/configs.json``: one line per config, so a rebuild's diff is one line per change."""
+    lines = []
+    for r in m.rows:
+        item = {
+            "id": r.config_id,
+            "url": f"{m.site_url}/{r.permalink}" if m.site_url else r.permalink,
+            "gpu": r.gpu,
+            "model": r.model,
+            "quant": r.quant,
+            "context": r.context,
+            "fits": r.fits,
+            "slots": r.slots,
+            **{k: getattr(r, k) for k in SUMMARY_FIELDS},
+        }
+        lines.append(json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    return "[\n" + ",\n".join(lines) + "\n]\n"

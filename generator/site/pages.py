@@ -1,0 +1,242 @@
+"""What one config page says, gathered as plain values before anything is rendered."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from backpressure.catalog.loader import Catalog
+from backpressure.generator.records import Curves, ResultRow, context_label
+from backpressure.generator.text import gib, params_b
+
+GIB = 1024**3
+NEAREST = 5
+PROVENANCE = ("datasheet", "config.json", "calibrated", "assumed")
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """Display names for the parts of one config."""
+
+    device: str
+    model: str
+    quant: str
+    runtime: str
+    bits: float
+
+    @property
+    def title(self) -> str:
+        """Page title, e.g. ``NVIDIA GeForce RTX 4090 · Llama 3.1 8B Instruct · GGUF Q4_K_M``."""
+        return f"{self.device} · {self.model} · {self.quant}"
+
+
+def device_name(cat: Catalog, device: str) -> str:
+    """A GPU or rig's display name (the id itself if the catalog no longer has it)."""
+    entry = cat.gpus.get(device) or cat.rigs.get(device)
+    return entry.name if entry is not None else device
+
+
+def names(cat: Catalog, row: ResultRow) -> Names:
+    """Display names of a row's device, model, quant and runtime."""
+    quant = cat.quants.get(row.quant)
+    model = cat.models.get(row.model)
+    runtime = cat.runtimes.get(row.runtime)
+    return Names(
+        device=device_name(cat, row.gpu),
+        model=model.name if model else row.model,
+        quant=quant.name if quant else row.quant,
+        runtime=runtime.name if runtime else row.runtime,
+        bits=quant.bits_per_weight if quant else 0.0,
+    )
+
+
+def rel_root(page_dir: str) -> str:
+    """Relative prefix from a page directory (``gpu/a/b/``) back to the site root."""
+    depth = len([p for p in page_dir.split("/") if p])
+    return "../" * depth
+
+
+def classify(source: str | None) -> str:
+    """Provenance label of a catalog source string."""
+    text = (source or "").strip().lower()
+    if text.startswith("calibrated"):
+        return "calibrated"
+    if text.startswith("assum") or not text:
+        return "assumed"
+    return "datasheet"
+
+
+def _device_sources(cat: Catalog, device: str) -> dict[str, str]:
+    rig = cat.rigs.get(device)
+    gpu = cat.gpus.get(rig.gpu if rig else device)
+    return dict(gpu.sources) if gpu else {}
+
+
+def provenance(cat: Catalog, row: ResultRow) -> dict[str, tuple[str, str]]:
+    """Label and source for each figure on the page: (label, source text)."""
+    dev = _device_sources(cat, row.gpu)
+    model = cat.models.get(row.model)
+    runtime = cat.runtimes.get(row.runtime)
+    quant = cat.quants.get(row.quant)
+    rt_src = ""
+    if runtime is not None:
+        key = "framework_overhead_bytes" if runtime.style == "fixed-overhead" else "non_torch_bytes"
+        rt_src = runtime.sources.get(key, "")
+    cfg = model.sources.get("config", "") if model else ""
+    exact = row.kv_basis == "exact"
+    cal = cat.calibration.get("bandwidth_efficiency_nvidia")
+    return {
+        "memory": ("datasheet", dev.get("memory_bytes", "")),
+        "weights": (
+            "config.json",
+            f"{cfg}; bits: {quant.sources.get('bits_per_weight', '') if quant else ''}",
+        ),
+        "overhead": (classify(rt_src), rt_src),
+        "kv": (
+            ("config.json", cfg)
+            if exact
+            else ("assumed", "0.017 MiB per token per billion parameters (grouped-query heuristic)")
+        ),
+        "decode": ("calibrated", cal.source if cal else ""),
+        "breaking": ("calibrated", "deterministic load simulation over the calibrated step model"),
+        "charts": ("calibrated", "deterministic load simulation over the calibrated step model"),
+    }
+
+
+def arithmetic(row: ResultRow, n: Names) -> list[tuple[str, str, str]]:
+    """The worked arithmetic as (name, expression, value) rows, in this config's numbers."""
+    kv_label = "exact" if row.kv_basis == "exact" else "0.017 MiB/B heuristic"
+    capped = row.kv_bytes_per_request != row.kv_bytes_per_token * row.context
+    budget = f"floor({gib(row.kv_budget_bytes)} / {gib(row.kv_bytes_per_request)})"
+    return [
+        ("weights", f"{params_b(row.total_params)} × {n.bits:g} bits / 8", gib(row.weights_bytes)),
+        (
+            "KV budget",
+            f"{gib(row.usable_memory_bytes)} − {gib(row.weights_bytes)} − "
+            f"{gib(row.overhead_bytes)} (overhead)",
+            gib(row.kv_budget_bytes),
+        ),
+        (
+            "KV / request",
+            f"{row.kv_bytes_per_token:,} B/token × {row.context:,} tokens "
+            f"({kv_label}{', sliding windows capped' if capped else ''})",
+            gib(row.kv_bytes_per_request),
+        ),
+        ("slots", budget.replace(" GiB", ""), f"{row.slots:,}"),
+    ]
+
+
+BREAKS = (
+    ("saturation", "Slots saturate", "every slot busy; from here requests queue"),
+    ("shed_onset", "Queue starts shedding", "the queue stops absorbing and drops the overflow"),
+    ("p99_break", "p99 breaks the SLO", "p99 latency crosses the SLO"),
+    ("ttft_break", "TTFT breaks 1500 ms", "time to first token crosses the hard budget"),
+    ("soak_break", "Soak fails", "85 % utilization or more held for 2 simulated minutes"),
+)
+
+
+def breaking_points(row: ResultRow) -> list[dict[str, Any]]:
+    """The four breaking points with their bands; ``value`` is None where not reached."""
+    return [
+        {
+            "key": key,
+            "label": label,
+            "meaning": meaning,
+            "value": getattr(row, f"{key}_rps"),
+            "low": getattr(row, f"{key}_rps_low"),
+            "high": getattr(row, f"{key}_rps_high"),
+        }
+        for key, label, meaning in BREAKS
+    ]
+
+
+def _distance(a: ResultRow, b: ResultRow) -> tuple[int, float, int, str]:
+    """Nearness of a fitting config ``b`` to ``a``: same device first, then context, then size."""
+    return (
+        int(a.gpu != b.gpu),
+        abs(math.log2(b.context / a.context)),
+        b.memory_bytes,
+        b.config_id,
+    )
+
+
+def nearest_fits(row: ResultRow, by_model: dict[str, list[ResultRow]]) -> list[ResultRow]:
+    """Up to five fitting configs of the same model, nearest to ``row`` first."""
+    return NearestFits(by_model.get(row.model, []))(row)
+
+
+class NearestFits:
+    """:func:`nearest_fits` for many rows: the fitting rows indexed once, not scanned per row."""
+
+    def __init__(self, rows: Iterable[ResultRow]) -> None:
+        self.by_device: dict[tuple[str, str], list[ResultRow]] = {}
+        self.by_shape: dict[tuple[str, str, int], list[ResultRow]] = {}
+        for r in rows:
+            if r.fits:
+                self.by_device.setdefault((r.model, r.gpu), []).append(r)
+                self.by_shape.setdefault((r.model, r.quant, r.context), []).append(r)
+
+    def __call__(self, row: ResultRow) -> list[ResultRow]:
+        """Up to five fitting configs of ``row``'s model, nearest first; none if ``row`` fits."""
+        if row.fits:
+            return []
+        # Other devices count only at the same quant and context; on the same device
+        # a lighter quant or a shorter context is the nearer change.
+        pool = {r.config_id: r for r in self.by_device.get((row.model, row.gpu), [])}
+        pool.update(
+            (r.config_id, r) for r in self.by_shape.get((row.model, row.quant, row.context), [])
+        )
+        return heapq.nsmallest(NEAREST, pool.values(), key=lambda r: _distance(row, r))
+
+
+def config_context(
+    cat: Catalog,
+    row: ResultRow,
+    curves: Curves | None,
+    nearest: list[ResultRow],
+    chart_data: dict[str, Any],
+) -> dict[str, Any]:
+    """Everything ``config.html.j2`` renders for one config.
+
+    NOTE: a config page is re-rendered only when its content key changes
+    (generator/site_keys.py): its row and curves, the catalog entries the row
+    names, its ``nearest`` rows and theirs, the shell, templates and code. Read
+    anything else here and it must join that key too.
+    """
+    n = names(cat, row)
+    root = rel_root(row.permalink)
+    return {
+        "row": row,
+        "names": n,
+        "title": f"{n.title} · {context_label(row.context)} context",
+        "root": root,
+        "gpu_url": f"{root}gpu/{row.gpu}/",
+        "model_url": f"{root}model/{row.model}/",
+        "json_url": f"{root}api/configs/{row.config_id}.json",
+        "badge_url": "badge.svg",
+        "permalink": row.permalink,
+        "arithmetic": arithmetic(row, n),
+        "breaks": breaking_points(row),
+        "prov": provenance(cat, row),
+        "nearest": [{"row": r, "url": root + r.permalink, "names": names(cat, r)} for r in nearest],
+        "has_curves": bool(curves and curves.load_rps),
+        "chart_data": chart_data,
+        "keywords": search_keywords(row),
+    }
+
+
+def search_keywords(row: ResultRow) -> str:
+    """Extra words that make a config findable by how people type it (``4090 llama 3.1 8b q4``)."""
+    words = [row.gpu, row.model, row.quant, context_label(row.context), f"{row.context}"]
+    for ident in (row.gpu, row.model, row.quant):
+        words.extend(p for p in ident.replace("_", "-").split("-") if p)
+    return " ".join(dict.fromkeys(words))
+
+
+def page_path(permalink: str) -> str:
+    """The HTML file of a directory-style permalink."""
+    return posixpath.join(permalink, "index.html")

@@ -1,0 +1,115 @@
+"""One config of the sweep: its row and curves, from capacity, then the load sweep.
+
+The code this module imports, directly or not, is what every sweep row depends
+on (:data:`backpressure.generator.keys.SWEEP_MODULE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from backpressure.catalog.loader import Catalog
+from backpressure.engine.results import CapacityResult
+from backpressure.engine.sim.breaking import BreakPoints
+from backpressure.engine.sim.run import Scratch
+from backpressure.generator import resolve
+from backpressure.generator.keys import row_fingerprint
+from backpressure.generator.records import Curves, ResultRow, permalink
+from backpressure.generator.sweep.combos import Combo
+from backpressure.generator.sweep.rig import LoadSettings, break_fields, load_sweep_many
+from backpressure.generator.text import verdict
+
+
+def _row_dict(row: ResultRow) -> dict[str, Any]:
+    return {f: getattr(row, f) for f in row.__dataclass_fields__}
+
+
+def evaluate(cat: Catalog, combo: Combo, inputs_key: str) -> tuple[ResultRow, Curves]:
+    """Cost one combo and find its breaking points."""
+    return evaluate_many(cat, [(combo, inputs_key)])[0]
+
+
+def evaluate_many(
+    cat: Catalog, todo: Sequence[tuple[Combo, str]], scratch: Scratch | None = None
+) -> list[tuple[ResultRow, Curves]]:
+    """Cost combos and find their breaking points, load-sweeping them in shared batches.
+
+    Entry ``i`` equals ``evaluate(cat, *todo[i])``; ``scratch`` (reused memory for
+    the simulation) changes no result.
+    """
+    caps = [_capacity(cat, combo) for combo, _ in todo]
+    settings = LoadSettings.from_catalog(cat)
+    swept = load_sweep_many(caps, settings, [c.id for c, _ in todo], scratch)
+    return [
+        (_row(cat, combo, key, cap, points), curves)
+        for (combo, key), cap, (points, curves) in zip(todo, caps, swept, strict=True)
+    ]
+
+
+def _capacity(cat: Catalog, combo: Combo) -> CapacityResult:
+    return resolve.estimate(
+        resolve.device_for(cat, combo.device),
+        resolve.runtime_profile(cat.runtimes[combo.runtime]),
+        resolve.weight_format(cat.quants[combo.quant]),
+        resolve.constants(cat),
+        combo.context,
+        resolve.kv_bytes(cat.kv_dtypes[combo.kv_dtype]),
+        arch=cat.archs[combo.model],
+    )
+
+
+def _row(
+    cat: Catalog, combo: Combo, inputs_key: str, cap: CapacityResult, points: BreakPoints
+) -> ResultRow:
+    dev = resolve.device_for(cat, combo.device)
+    shortfall = 0 if cap.fits else cap.kv_bytes_per_request - cap.kv_budget_bytes
+    row = ResultRow(
+        config_id=combo.id,
+        permalink=permalink(combo.device, combo.model, combo.quant, combo.context, combo.kv_dtype),
+        gpu=combo.device,
+        gpu_count=dev.count,
+        model=combo.model,
+        quant=combo.quant,
+        runtime=combo.runtime,
+        kv_dtype=combo.kv_dtype,
+        context=combo.context,
+        fits=cap.fits,
+        slots=cap.slots,
+        shortfall_bytes=shortfall,
+        memory_bytes=cap.memory_bytes,
+        usable_memory_bytes=cap.usable_memory_bytes,
+        weights_bytes=cap.weights_bytes,
+        overhead_bytes=cap.overhead_bytes,
+        kv_budget_bytes=cap.kv_budget_bytes,
+        kv_bytes_per_token=cap.kv_bytes_per_token,
+        kv_bytes_per_request=cap.kv_bytes_per_request,
+        kv_capacity_tokens=cap.kv_capacity_tokens,
+        kv_basis=cap.kv_basis,
+        total_params=cap.total_params,
+        active_params=cap.active_params,
+        decode_tokens_per_s=cap.decode_tokens_per_s,
+        prefill_tokens_per_s=cap.prefill_tokens_per_s,
+        bandwidth_concurrency=cap.bandwidth_concurrency,
+        binding_ceiling=cap.binding_ceiling,
+        effective_concurrency=cap.effective_concurrency,
+        error_band_pct=cap.error_band_pct,
+        error_band_reason=cap.error_band_reason,
+        verdict=verdict(cap),
+        fingerprint="",
+        **break_fields(points, cap.error_band_pct),
+    )
+    return _with_fingerprint(row, inputs_key)
+
+
+def fingerprint(inputs_key: str, row: ResultRow) -> str:
+    """Hash of inputs, engine version and every published output of a row."""
+    return row_fingerprint(
+        inputs_key, {k: v for k, v in _row_dict(row).items() if k != "fingerprint"}
+    )
+
+
+def _with_fingerprint(row: ResultRow, inputs_key: str) -> ResultRow:
+    data = _row_dict(row)
+    data["fingerprint"] = fingerprint(inputs_key, row)
+    return ResultRow(**data)

@@ -1,0 +1,205 @@
+"""The batch sweep: every combination the catalog allows, into one results table.
+
+Two phases (compute, then write): enumerate combinations, reuse every row whose
+inputs are unchanged since the last sweep in the same output directory, cost and
+load-sweep the rest (optionally in several processes), then write
+``results.csv``, ``curves.jsonl`` and ``inputs.json`` canonically.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.engine.sim.kernel import warm_up
+from backpressure.engine.sim.run import Scratch
+from backpressure.generator.keys import InputKeys
+from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.results_io import (
+    CURVES,
+    CURVES_HEAD,
+    FIELDS,
+    RESULTS,
+    curves_line,
+    line_config_id,
+    results_csv,
+)
+from backpressure.generator.sweep.combos import Combo, enumerate_combos
+from backpressure.generator.sweep.evaluate import evaluate_many
+
+INPUTS = "inputs.json"
+Progress = Callable[[int, int], None]
+PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker processes for
+# Combos per task: several shared tick loops' worth of fitting configs (a loop
+# takes engine.sim.run.MAX_LANES lanes), and ~60 tasks over the catalog for progress.
+BATCH = 512
+
+
+_WORKER_CAT: Catalog | None = None
+_WORKER_SCRATCH = Scratch()  # the simulation's record memory, reused batch after batch
+
+
+@dataclass(frozen=True, slots=True)
+class Swept:
+    """One computed config as it will be written: its results line and curves line."""
+
+    config_id: str
+    fits: bool
+    row_line: str
+    curves_line: str
+
+
+_HEADER = results_csv([])
+
+
+def _swept(row: ResultRow, curves: Curves) -> Swept:
+    return Swept(row.config_id, row.fits, results_csv([row])[len(_HEADER) :], curves_line(curves))
+
+
+def _init_worker(catalog_dir: str | None) -> None:
+    global _WORKER_CAT  # one catalog per worker process, loaded once
+    _WORKER_CAT = load_catalog(Path(catalog_dir) if catalog_dir else None)
+
+
+def _work(batch: list[tuple[Combo, str]]) -> list[Swept]:
+    assert _WORKER_CAT is not None
+    return [_swept(*r) for r in evaluate_many(_WORKER_CAT, batch, _WORKER_SCRATCH)]
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield list(items[i : i + size])
+
+
+def compute(
+    cat: Catalog,
+    todo: list[tuple[Combo, str]],
+    jobs: int,
+    progress: Progress | None,
+    catalog_dir: Path | None,
+) -> list[Swept]:
+    """Evaluate combos, in ``jobs`` processes when there is enough work to share."""
+    out: list[Swept] = []
+    batches = list(_chunks(todo, BATCH))
+    if jobs <= 1 or len(todo) < PARALLEL_MIN:
+        scratch = Scratch()
+        for batch in batches:
+            out.extend(_swept(*r) for r in evaluate_many(cat, batch, scratch))
+            if progress:
+                progress(len(out), len(todo))
+        return out
+    warm_up()  # compile once here; forked workers inherit the machine code
+    with ProcessPoolExecutor(
+        jobs, initializer=_init_worker, initargs=(str(catalog_dir) if catalog_dir else None,)
+    ) as pool:
+        for result in pool.map(_work, batches):
+            out.extend(result)
+            if progress:
+                progress(len(out), len(todo))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Previous:
+    """The last sweep in an output directory, unparsed: lines are reused as they are."""
+
+    keys: dict[str, str]
+    rows: dict[str, list[str]]  # config id -> CSV cells
+    curves: dict[str, str]  # config id -> curves line
+
+
+def _previous(out_dir: Path) -> _Previous:
+    empty = _Previous({}, {}, {})
+    try:
+        keys = json.loads((out_dir / INPUTS).read_text(encoding="utf-8"))
+        with (out_dir / RESULTS).open(newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            if next(reader) != FIELDS:
+                return empty  # another table layout: compute everything
+            rows = {cells[0]: cells for cells in reader}
+        curves = {}
+        with (out_dir / CURVES).open(encoding="utf-8") as fh:
+            for line in fh:
+                if not line.startswith(CURVES_HEAD):
+                    return empty  # not as this version writes: compute everything
+                curves[line_config_id(line)] = line
+    except (OSError, ValueError, TypeError, StopIteration):
+        return empty  # no usable previous sweep: compute everything
+    return _Previous(keys, rows, curves)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepStats:
+    """What a sweep did."""
+
+    total: int
+    computed: int
+    reused: int
+    fitting: int
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _csv_line(cells: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow(cells)
+    return buf.getvalue()
+
+
+def run_sweep(
+    catalog_dir: Path | None,
+    out_dir: Path,
+    jobs: int = 1,
+    progress: Progress | None = None,
+) -> SweepStats:
+    """Sweep the catalog into ``out_dir``, recomputing only what changed.
+
+    The files are what :func:`results_csv` and :func:`curves_jsonl` would write
+    for every row; rows whose inputs are unchanged keep their previous lines.
+    """
+    cat = load_catalog(catalog_dir)
+    keys = InputKeys(cat)
+    combos = enumerate_combos(cat)
+    old = _previous(out_dir)
+    fits = FIELDS.index("fits")
+    rows: dict[str, str] = {}
+    curves: dict[str, str] = {}
+    fitting = 0
+    new_keys: dict[str, str] = {}
+    todo: list[tuple[Combo, str]] = []
+    for c in combos:
+        cid, ck = c.id, keys.cache_key(c)
+        new_keys[cid] = ck
+        if old.keys.get(cid) == ck and cid in old.rows and cid in old.curves:
+            rows[cid], curves[cid] = _csv_line(old.rows[cid]), old.curves[cid]
+            fitting += old.rows[cid][fits] == "true"
+        else:
+            todo.append((c, keys.fingerprint_key(c)))
+    for done in compute(cat, todo, max(1, jobs), progress, catalog_dir):
+        rows[done.config_id], curves[done.config_id] = done.row_line, done.curves_line
+        fitting += done.fits
+    out_dir.mkdir(parents=True, exist_ok=True)
+    order = sorted(rows)
+    _write_if_changed(out_dir / RESULTS, _HEADER + "".join(rows[cid] for cid in order))
+    _write_if_changed(out_dir / CURVES, "".join(curves[cid] for cid in order))
+    _write_if_changed(out_dir / INPUTS, json.dumps(new_keys, sort_keys=True, indent=0) + "\n")
+    return SweepStats(len(combos), len(todo), len(combos) - len(todo), fitting)
+
+
+def default_jobs() -> int:
+    """One process per core this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -1,0 +1,72 @@
+"""``backpressure build``: thin command over build_site, sweeping only when asked."""
+
+from __future__ import annotations
+
+from backpressure.generator.cli.build import build_command
+from click.testing import CliRunner
+
+from tests.generator.fixtures import write_fixture
+
+
+def test_build_reuses_results(tmp_path, cat):
+    write_fixture(tmp_path / "sweep", cat=cat)
+    out = tmp_path / "site"
+    res = CliRunner().invoke(
+        build_command, ["--results", str(tmp_path / "sweep"), "--out", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert "11 configs" in res.output
+    assert (out / "index.html").is_file()
+
+
+def test_build_runs_the_sweep_when_no_results(tmp_path, cat, monkeypatch):
+    from backpressure.generator.sweep import run
+
+    calls = []
+
+    def fake_sweep(catalog_dir, out_dir, jobs=1):
+        calls.append((catalog_dir, out_dir, jobs))
+        write_fixture(out_dir, cat=cat)
+        return out_dir / "results.csv"
+
+    monkeypatch.setattr(run, "run_sweep", fake_sweep)
+    out = tmp_path / "site"
+    res = CliRunner().invoke(build_command, ["--out", str(out), "--jobs", "2"])
+    assert res.exit_code == 0, res.output
+    assert calls == [(None, tmp_path / "site.sweep", 2)]
+    assert (out / "api" / "configs.json").is_file()
+
+
+def test_build_failure_is_one_clear_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(
+        build_command, ["--results", str(tmp_path / "empty"), "--out", str(tmp_path / "site")]
+    )
+    assert res.exit_code == 1
+    assert "previous site" in res.output
+    assert not (tmp_path / "site").exists()
+
+
+def test_rebuild_renders_nothing_unless_full(tmp_path, cat):
+    write_fixture(tmp_path / "sweep", cat=cat)
+    args = ["--results", str(tmp_path / "sweep"), "--out", str(tmp_path / "site")]
+    first = CliRunner().invoke(build_command, args)
+    assert "11 configs (11 rendered)" in first.output, first.output
+    again = CliRunner().invoke(build_command, args)
+    assert again.exit_code == 0, again.output
+    assert "11 configs (0 rendered)" in again.output
+    assert "(0 changed, 0 removed)" in again.output
+    full = CliRunner().invoke(build_command, [*args, "--full"])
+    assert "11 configs (11 rendered)" in full.output
+    assert "(0 changed, 0 removed)" in full.output
+
+
+def test_build_with_a_relative_out_from_another_directory(tmp_path, cat, monkeypatch):
+    # mkdocs resolves relative paths against mkdocs.yml: the build must not hand
+    # it a path relative to the working directory.
+    write_fixture(tmp_path / "sweep", cat=cat)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(build_command, ["--results", "sweep", "--out", "rel/site"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "rel" / "site" / "index.html").is_file()
+    assert (tmp_path / "rel" / "site.cache").is_dir()

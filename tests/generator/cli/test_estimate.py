@@ -1,0 +1,243 @@
+"""`backpressure estimate` and `backpressure catalog` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from backpressure.generator.cli.main import main
+
+WORKED = [
+    "estimate",
+    "--vram-gb",
+    "24",
+    "--params-b",
+    "7",
+    "--quant",
+    "q4_k_m",
+    "--context",
+    "8192",
+    "--overhead-gb",
+    "2",
+]
+
+REQUIRED_KEYS = {
+    "fits",
+    "slots",
+    "weights_bytes",
+    "kv_budget_bytes",
+    "kv_bytes_per_token",
+    "kv_bytes_per_request",
+    "kv_capacity_tokens",
+    "kv_basis",
+    "total_params",
+    "active_params",
+    "decode_tokens_per_s",
+    "binding_ceiling",
+    "error_band_pct",
+    "error_band_reason",
+}
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_worked_example_gives_18_slots(capsys):
+    code, out, _ = run(capsys, [*WORKED, "--json"])
+    assert code == 0
+    data = json.loads(out)
+    assert data["slots"] == 18
+    assert data["kv_basis"] == "heuristic"
+    assert set(data) >= REQUIRED_KEYS
+
+
+def test_worked_example_human_output_shows_the_arithmetic(capsys):
+    code, out, _ = run(capsys, WORKED)
+    assert code == 0
+    lines = out.splitlines()
+    assert any(ln.startswith("weights") and ln.endswith("3.98 GiB") for ln in lines)
+    assert any(ln.startswith("KV budget") and "18.02 GiB" in ln for ln in lines)
+    assert any(ln.startswith("KV / request") and ln.endswith("0.95 GiB") for ln in lines)
+    assert any(ln.startswith("slots") and ln.endswith(" 18") for ln in lines)
+    assert "verdict  fits" in out
+
+
+def test_catalog_gpu_and_hf_repo(capsys):
+    code, out, _ = run(
+        capsys,
+        [
+            "estimate",
+            "--gpu",
+            "rtx-4090",
+            "--model",
+            "meta-llama/Llama-3.1-8B-Instruct",
+            "--quant",
+            "q4_k_m",
+            "--context",
+            "8192",
+            "--json",
+        ],
+    )
+    data = json.loads(out)
+    assert code == 0
+    assert data["kv_bytes_per_token"] == 131072
+    assert data["kv_basis"] == "exact"
+    assert data["binding_ceiling"] == "kv"
+    assert data["decode_tokens_per_s"] > 0
+
+
+def test_fp8_kv_halves_the_cache(capsys):
+    args = [
+        "estimate",
+        "--gpu",
+        "h100-sxm",
+        "--model",
+        "llama-3.1-8b",
+        "--quant",
+        "bf16",
+        "--context",
+        "8192",
+        "--runtime",
+        "vllm",
+        "--json",
+    ]
+    _, out16, _ = run(capsys, args)
+    _, out8, _ = run(capsys, [*args, "--kv-dtype", "fp8"])
+    assert json.loads(out8)["kv_bytes_per_token"] * 2 == json.loads(out16)["kv_bytes_per_token"]
+
+
+def test_model_config_file(tmp_path, capsys, cat):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(cat.models["qwen3-8b"].config))
+    code, out, _ = run(
+        capsys,
+        [
+            "estimate",
+            "--gpu",
+            "l4",
+            "--model-config",
+            str(cfg),
+            "--quant",
+            "q8_0",
+            "--context",
+            "4096",
+            "--json",
+        ],
+    )
+    assert code == 0
+    assert json.loads(out)["total_params"] == cat.archs["qwen3-8b"].total_params
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (
+            ["--gpu", "rtx-4900", "--model", "llama-3.1-8b"],
+            "unknown GPU 'rtx-4900'; did you mean rtx-4090",
+        ),
+        (
+            ["--gpu", "rtx-4090", "--model", "llama-3.1-9b"],
+            "unknown model 'llama-3.1-9b'; did you mean llama-3.1-8b",
+        ),
+        (["--vram-gb", "0", "--params-b", "7"], "--vram-gb"),
+        (["--gpu", "rtx-4090", "--params-b", "-3"], "--params-b"),
+        (
+            ["--gpu", "rtx-4090", "--model", "llama-3.1-8b", "--runtime", "vllm"],
+            "not served by vllm",
+        ),
+        (
+            [
+                "--gpu",
+                "m2-ultra-192gb",
+                "--model",
+                "llama-3.1-8b",
+                "--quant",
+                "bf16",
+                "--runtime",
+                "vllm",
+            ],
+            "unified",
+        ),
+    ],
+)
+def test_bad_input_is_one_clear_line(capsys, argv, needle):
+    base = {"--quant": "q4_k_m", "--context": "8192"}
+    for k, v in base.items():
+        if k not in argv:
+            argv = [*argv, k, v]
+    code, out, err = run(capsys, ["estimate", *argv])
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_unknown_quant_suggests(capsys):
+    code, _, err = run(
+        capsys,
+        [
+            "estimate",
+            "--gpu",
+            "rtx-4090",
+            "--model",
+            "llama-3.1-8b",
+            "--quant",
+            "q4_km",
+            "--context",
+            "8192",
+        ],
+    )
+    assert code == 2
+    assert "unknown quant 'q4_km'; did you mean q4_k_m" in err
+
+
+def test_context_over_model_maximum(capsys):
+    code, _, err = run(
+        capsys,
+        [
+            "estimate",
+            "--gpu",
+            "rtx-4090",
+            "--model",
+            "phi-3-mini-4k",
+            "--quant",
+            "q4_k_m",
+            "--context",
+            "8192",
+        ],
+    )
+    assert code == 2
+    assert "maximum of 4096" in err
+
+
+def test_catalog_json_lists(capsys):
+    code, out, _ = run(capsys, ["catalog", "--json"])
+    data = json.loads(out)
+    assert code == 0
+    for key in ("gpus", "models", "quants", "runtimes"):
+        assert isinstance(data[key], list)
+        assert data[key]
+    assert {g["id"] for g in data["gpus"]} >= {"rtx-4090", "h100-sxm", "m2-ultra-192gb"}
+
+
+def test_two_gpus_pool_their_memory(capsys):
+    base = ["estimate", "--gpu", "rtx-4090", "--model", "llama-3.3-70b", "--quant", "q4_k_m",
+            "--context", "8192", "--json"]
+    _, one, _ = run(capsys, base)
+    code, two, _ = run(capsys, [*base, "--gpus", "2"])
+    assert code == 0
+    assert not json.loads(one)["fits"]  # 43 GB of weights on a 24 GB card
+    assert json.loads(two)["fits"]
+    assert json.loads(two)["memory_bytes"] == 2 * json.loads(one)["memory_bytes"]
+
+
+def test_does_not_fit_says_by_how_much(capsys):
+    code, out, _ = run(capsys, ["estimate", "--gpu", "rtx-3060-12gb", "--model", "llama-3.3-70b",
+                                "--quant", "q4_k_m", "--context", "8192"])
+    assert code == 0
+    assert "verdict  does not fit:" in out
+    assert "GiB short of one 8,192-token request" in out

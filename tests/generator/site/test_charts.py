@@ -1,0 +1,128 @@
+"""Chart specs: built once, data bound by name, and stable through JSON."""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pytest
+
+from backpressure.generator.site import charts
+from backpressure.generator.site.chart_pack import pack, unpack
+from tests.generator.fixtures import _curves, make_rows
+
+ROUND_TRIP = {
+    "breaking": alt.LayerChart,
+    "occupancy": alt.LayerChart,
+    "timeline": alt.FacetChart,
+    "health": alt.FacetChart,
+}
+
+
+@pytest.fixture(scope="module")
+def fitting(cat):
+    rows = make_rows(cat=cat)
+    row = next(r for r in rows if r.config_id == "rtx-4090--llama-3.1-8b--q4_k_m--8k")
+    return row, _curves(row)
+
+
+@pytest.mark.parametrize("kind", charts.KINDS)
+def test_builder_spec_survives_json_round_trip(kind):
+    chart = charts.BUILDERS[kind]()
+    text = chart.to_json()
+    assert ROUND_TRIP[kind].from_json(text).to_json() == text
+
+
+@pytest.mark.parametrize("kind", charts.KINDS[:3])
+def test_spec_with_page_data_survives_json_round_trip(kind, fitting):
+    row, curves = fitting
+    data = charts.datasets_for(row, curves, 2000.0)
+    spec = charts.with_data(charts.chart_specs()[kind], data[kind])
+    chart = ROUND_TRIP[kind].from_dict(spec)
+    again = ROUND_TRIP[kind].from_json(chart.to_json())
+    assert again.to_dict() == chart.to_dict()
+    assert json.loads(chart.to_json())["datasets"] == data[kind]
+
+
+def test_specs_carry_no_data_and_name_every_dataset():
+    specs = charts.chart_specs()
+    assert charts.chart_specs() is specs  # built once per process
+    for kind, spec in specs.items():
+        text = json.dumps(spec)
+        assert '"values"' not in text, kind
+        assert "datasets" not in spec, kind
+
+
+def test_datasets_match_the_names_the_specs_read(fitting):
+    row, curves = fitting
+    data = charts.datasets_for(row, curves, 2000.0)
+    for kind, spec in charts.chart_specs().items():
+        if kind not in data:
+            continue
+        named = set()
+
+        def walk(node, named=named):
+            if isinstance(node, dict):
+                if isinstance(node.get("data"), dict) and "name" in node["data"]:
+                    named.add(node["data"]["name"])
+                for v in node.values():
+                    walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+
+        walk(spec)
+        assert named == set(data[kind]), kind
+
+
+def test_breaking_chart_draws_band_limits_and_rule(fitting):
+    row, curves = fitting
+    d = charts.datasets_for(row, curves, 2000.0)["breaking"]
+    assert {x["series"] for x in d["latency"]} == {"p50", "p99", "TTFT"}
+    assert all(b["lo"] <= b["hi"] for b in d["latency_band"])
+    assert [x["ms"] for x in d["limits"]] == [2000.0, 1500.0]
+    (rule,) = d["breaks"]
+    assert rule["lo"] < rule["rps"] < rule["hi"]
+    marks = json.dumps(charts.chart_specs()["breaking"])
+    assert '"type": "area"' in marks or '"area"' in marks
+    assert '"log"' in marks
+
+
+def test_non_fitting_config_has_no_chart_data(cat):
+    row = next(r for r in make_rows(cat=cat) if not r.fits)
+    assert charts.datasets_for(row, _curves(row), 2000.0) == {}
+    assert charts.datasets_for(row, None, 2000.0) == {}
+
+
+def test_fixed_width_replaces_container_for_static_rendering():
+    spec = charts.with_data(charts.chart_specs()["timeline"], {"timeline": []}, width=500)
+    assert spec["spec"]["width"] == 500
+    spec = charts.with_data(charts.chart_specs()["breaking"], {}, width=500)
+    assert spec["width"] == 500
+
+
+def test_packed_datasets_unpack_to_the_rows_and_are_a_fraction_of_their_size(fitting):
+    row, curves = fitting
+    data = charts.datasets_for(row, curves, 2000.0)
+    packed = pack(data)
+    assert packed.keys() == data.keys()
+    for kind, sets in data.items():
+        for name, rows in sets.items():
+            assert unpack(packed[kind][name]) == rows, (kind, name)
+    assert len(json.dumps(packed)) < 0.4 * len(json.dumps(data))
+    # text columns travel as runs: a series name is written once per run
+    latency = packed["breaking"]["latency"]["c"]["series"]["runs"]
+    assert [name for name, _ in latency] == ["p50", "p99", "TTFT"]
+
+
+def test_packing_refuses_rows_of_different_shapes():
+    assert unpack(pack({"k": {"empty": []}})["k"]["empty"]) == []
+    with pytest.raises(ValueError, match="differ"):
+        pack({"k": {"d": [{"a": 1}, {"b": 2}]}})
+
+
+def test_shared_x_values_travel_once(fitting):
+    row, curves = fitting
+    packed = pack(charts.datasets_for(row, curves, 2000.0))
+    assert packed["breaking"]["latency"]["c"]["rps"] == {"cycle": [
+        float(f"{x:.4g}") for x in curves.load_rps]}

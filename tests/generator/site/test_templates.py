@@ -1,0 +1,102 @@
+"""Template gallery: every template renders for fixture data, strictly and escaped."""
+
+from __future__ import annotations
+
+import jinja2
+import pytest
+
+from backpressure.generator.site import charts, render
+from backpressure.generator.site.pages import config_context
+from backpressure.generator.site.build import SiteModel
+from backpressure.generator.site.mkdocs_step import hub_pages
+from backpressure.generator.site.svg import fallbacks
+from tests.generator.fixtures import _curves, make_rows
+
+
+@pytest.fixture(scope="module")
+def model(cat):
+    rows = make_rows(cat=cat)
+    return SiteModel(cat, rows, {r.config_id: _curves(r) for r in rows}, "")
+
+
+def test_environment_is_strict():
+    env = render.make_env()
+    assert env.autoescape is True
+    assert env.undefined is jinja2.StrictUndefined
+    assert env.trim_blocks
+    assert env.lstrip_blocks
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ missing }}").render()
+
+
+def test_every_hub_template_renders(model):
+    env = render.make_env()
+    seen = set()
+    for rel, template, ctx in hub_pages(model):
+        text = env.get_template(template).render(**ctx)
+        assert text.startswith("---\n"), rel
+        seen.add(template)
+    assert seen >= {
+        "pages/home.md.j2",
+        "pages/gpu.md.j2",
+        "pages/model.md.j2",
+        "pages/methodology.md.j2",
+        "pages/gpus.md.j2",
+        "pages/models.md.j2",
+        "pages/search.md.j2",
+    }
+
+
+@pytest.mark.parametrize("index", range(11))
+def test_config_template_renders_for_every_fixture_combo(model, index):
+    env = render.make_env()
+    row = model.rows[index]
+    curves = model.curves[row.config_id]
+    data = charts.datasets_for(row, curves, 2000.0)
+    ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data)
+    ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
+    html = env.get_template("config.html.j2").render(**ctx)
+    assert row.config_id in html
+    assert ("How far off" in html) is (not row.fits)
+
+
+def test_methodology_lists_every_constant_and_band_rule(model, cat):
+    from backpressure.engine.bands import WIDENINGS
+
+    env = render.make_env()
+    page = dict((rel, (t, c)) for rel, t, c in hub_pages(model))["methodology.md"]
+    text = env.get_template(page[0]).render(**page[1])
+    for name in cat.calibration:
+        assert f"`{name}`" in text
+    for key, (pct, _reason) in WIDENINGS.items():
+        assert f"| `{key}` | +{pct} |" in text
+
+
+def test_md_escape_neutralizes_markdown_and_html():
+    out = str(render.md_escape("<b>*x*</b> [a](b) | `c`"))
+    assert "<b>" not in out
+    assert "&lt;b&gt;" in out
+    assert "\\*x\\*" in out
+    assert "\\[a\\]\\(b\\)" in out
+    assert "\\|" in out
+
+
+def test_source_md_links_urls_and_escapes_the_rest():
+    out = str(render.source_md("see https://example.org/a_b.pdf (p. 3) *x*"))
+    assert "<https://example.org/a_b.pdf>" in out
+    assert "\\*x\\*" in out
+
+
+def test_json_in_script_cannot_close_the_element():
+    out = str(render.to_json({"a": "</script><b>&"}))
+    assert "</script>" not in out
+    assert "<" not in out
+    assert "&" not in out
+
+
+def test_yaml_str_is_a_quoted_scalar():
+    import yaml
+
+    assert yaml.safe_load("t: " + str(render.yaml_str('A "b": c # d'))) == {
+        "t": "A &#34;b&#34;: c # d"
+    }
