@@ -35,18 +35,50 @@ REPEATS = 5
 
 def five_nodes(duration_s: float = 600.0) -> SimSpec:
     """load -> app -> postgres, app -> queue -> llm (block), hand-made numbers."""
-    llm = LlmSpec(slots=18, prefill_tokens_per_s=5000.0, step_fixed_s=0.008,
-                  step_per_kv_token_s=1e-7, step_compute_per_seq_s=0.0004,
-                  prompt_tokens=512, output_tokens=256)
+    llm = LlmSpec(
+        slots=18,
+        prefill_tokens_per_s=5000.0,
+        step_fixed_s=0.008,
+        step_per_kv_token_s=1e-7,
+        step_compute_per_seq_s=0.0004,
+        prompt_tokens=512,
+        output_tokens=256,
+    )
     nodes = (
         NodeSpec("app", "load", servers=16, service_s=0.005, capacity_rps=3200.0),
-        NodeSpec("postgres", "app", discipline=Discipline.BUFFER, servers=20, service_s=0.012,
-                 capacity_rps=20 / 0.012, max_depth=2000, max_age_s=30, resource="pool"),
-        NodeSpec("queue", "app", discipline=Discipline.BUFFER, service_s=0.001,
-                 capacity_rps=5000.0, max_depth=10_000, max_age_s=30, lifo=False,
-                 resource="queue"),
-        NodeSpec("llm", "queue", kind=NodeKind.LLM, discipline=Discipline.BLOCK, servers=18,
-                 service_s=0.0, capacity_rps=0.0, resource="slots", llm=llm),
+        NodeSpec(
+            "postgres",
+            "app",
+            discipline=Discipline.BUFFER,
+            servers=20,
+            service_s=0.012,
+            capacity_rps=20 / 0.012,
+            max_depth=2000,
+            max_age_s=30,
+            resource="pool",
+        ),
+        NodeSpec(
+            "queue",
+            "app",
+            discipline=Discipline.BUFFER,
+            service_s=0.001,
+            capacity_rps=5000.0,
+            max_depth=10_000,
+            max_age_s=30,
+            lifo=False,
+            resource="queue",
+        ),
+        NodeSpec(
+            "llm",
+            "queue",
+            kind=NodeKind.LLM,
+            discipline=Discipline.BLOCK,
+            servers=18,
+            service_s=0.0,
+            capacity_rps=0.0,
+            resource="slots",
+            llm=llm,
+        ),
     )
     # every request reaches the LLM here, so the load is in LLM terms
     return SimSpec("bench-5", SourceSpec(rps=5.0), nodes, Rules(p99_slo_ms=500.0), duration_s)
@@ -54,12 +86,28 @@ def five_nodes(duration_s: float = 600.0) -> SimSpec:
 
 def llm_rig(slots: int, scale: float) -> tuple[SimSpec, list[float]]:
     """The batch sweep's rig for an LLM with ``slots`` slots, and its 40 load levels."""
-    llm = LlmSpec(slots=slots, prefill_tokens_per_s=5000.0 * scale, step_fixed_s=0.008 / scale,
-                  step_per_kv_token_s=1e-7 / scale, step_compute_per_seq_s=0.000403 / scale,
-                  prompt_tokens=1024, output_tokens=128)
-    node = NodeSpec("llm", "load", kind=NodeKind.LLM, discipline=Discipline.BUFFER,
-                    servers=slots, service_s=0.0, capacity_rps=0.0, max_depth=8.0 * slots,
-                    max_age_s=60.0, resource="slots", llm=llm)
+    llm = LlmSpec(
+        slots=slots,
+        prefill_tokens_per_s=5000.0 * scale,
+        step_fixed_s=0.008 / scale,
+        step_per_kv_token_s=1e-7 / scale,
+        step_compute_per_seq_s=0.000403 / scale,
+        prompt_tokens=1024,
+        output_tokens=128,
+    )
+    node = NodeSpec(
+        "llm",
+        "load",
+        kind=NodeKind.LLM,
+        discipline=Discipline.BUFFER,
+        servers=slots,
+        service_s=0.0,
+        capacity_rps=0.0,
+        max_depth=8.0 * slots,
+        max_age_s=60.0,
+        resource="slots",
+        llm=llm,
+    )
     rules = Rules(p99_slo_ms=4000.0, soak_utilization=0.85, soak_s=120.0)
     spec = SimSpec("rig", SourceSpec(), (node,), rules, 180.0)
     saturation = slots / float(slot_time_s(llm, np.array([float(slots)]))[0])
@@ -72,13 +120,16 @@ def report_batch(configs: int) -> None:
     scratch = Scratch()
 
     def batch() -> None:
-        for _ in simulate_many([(s, lv, mulberry32(seed)) for s, lv, seed in runs],
-                               scratch=scratch):
+        for _ in simulate_many(
+            [(s, lv, mulberry32(seed)) for s, lv, seed in runs], scratch=scratch
+        ):
             pass
 
     cpu = median_cpu(batch, repeats=3)
-    print(f"LLM rig, {configs} configs x 40 levels x 3 min (simulate_many) {cpu * 1000:8.1f} ms "
-          f"{1000 * cpu / configs:8.2f} ms/config")
+    print(
+        f"LLM rig, {configs} configs x 40 levels x 3 min (simulate_many) {cpu * 1000:8.1f} ms "
+        f"{1000 * cpu / configs:8.2f} ms/config"
+    )
 
 
 def median_cpu(fn: object, repeats: int = REPEATS) -> float:
@@ -94,8 +145,10 @@ def median_cpu(fn: object, repeats: int = REPEATS) -> float:
 def report(label: str, spec: SimSpec, levels: list[float]) -> None:
     ticks = spec.ticks * len(levels)
     cpu = median_cpu(lambda: simulate(spec, levels, mulberry32(1)))
-    print(f"{label:<46} {cpu * 1000:8.1f} ms  {ticks / cpu:12,.0f} ticks/s "
-          f"({len(spec.nodes) + 1} nodes, {len(levels)} level(s) x {spec.ticks:,} ticks)")
+    print(
+        f"{label:<46} {cpu * 1000:8.1f} ms  {ticks / cpu:12,.0f} ticks/s "
+        f"({len(spec.nodes) + 1} nodes, {len(levels)} level(s) x {spec.ticks:,} ticks)"
+    )
 
 
 def main() -> None:

@@ -53,12 +53,17 @@ def one_sweep(catalog: str, out: str, jobs: int) -> dict[str, Any]:
     start = time.perf_counter()
     stats = run_sweep(Path(catalog) if catalog else None, Path(out), jobs)
     seconds = time.perf_counter() - start
-    me, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
-        resource.RUSAGE_CHILDREN)
+    me, workers = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return {
-        "seconds": seconds, "total": stats.total, "computed": stats.computed,
+        "seconds": seconds,
+        "total": stats.total,
+        "computed": stats.computed,
         "cpu": me.ru_utime + me.ru_stime + workers.ru_utime + workers.ru_stime,
-        "fitting": stats.fitting, "load": os.getloadavg()[0],
+        "fitting": stats.fitting,
+        "load": os.getloadavg()[0],
         "main_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
     }
@@ -80,8 +85,9 @@ def _tree_pss_mb(pid: int) -> float:
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except OSError:
             continue
-        total += next((int(line.split()[1]) for line in rollup.splitlines()
-                       if line.startswith("Pss:")), 0)
+        total += next(
+            (int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")), 0
+        )
     return total / 1024
 
 
@@ -109,8 +115,10 @@ def edited_catalog(dest: Path, gpu: str) -> Path:
     if match is None:
         raise SystemExit(f"{path}: no bandwidth_bytes_per_s to edit")
     value = int(match.group(1).replace("_", ""))
-    path.write_text(text.replace(match.group(0), f"bandwidth_bytes_per_s: {value * 95 // 100}"),
-                    encoding="utf-8")
+    path.write_text(
+        text.replace(match.group(0), f"bandwidth_bytes_per_s: {value * 95 // 100}"),
+        encoding="utf-8",
+    )
     return root
 
 
@@ -135,11 +143,14 @@ def main() -> None:
             shutil.copytree(out, changed)
             steps["change"].append(sweep(catalog, changed, args.jobs))
             f, r, c = (steps[k][-1] for k in ("full", "resweep", "change"))
-            print(f"run {run + 1}: full {f['seconds']:.1f} s, {f['cpu']:.1f} s CPU "
-                  f"({f['total']:,} configs, {f['fitting']:,} fit; load {f['load']:.2f}), "
-                  f"re-sweep {r['seconds']:.2f} s ({r['computed']} computed), "
-                  f"one-GPU change {c['seconds']:.1f} s "
-                  f"({c['computed']:,} recomputed)", flush=True)
+            print(
+                f"run {run + 1}: full {f['seconds']:.1f} s, {f['cpu']:.1f} s CPU "
+                f"({f['total']:,} configs, {f['fitting']:,} fit; load {f['load']:.2f}), "
+                f"re-sweep {r['seconds']:.2f} s ({r['computed']} computed), "
+                f"one-GPU change {c['seconds']:.1f} s "
+                f"({c['computed']:,} recomputed)",
+                flush=True,
+            )
             shutil.rmtree(changed)
             shutil.rmtree(out)
 
@@ -149,17 +160,25 @@ def main() -> None:
     full, total = median("full", "seconds"), steps["full"][0]["total"]
     cpu = median("full", "cpu")
     print(f"\njobs {args.jobs}, medians of {args.runs}:")
-    print(f"  full sweep        {full:8.1f} s  {total / full:6.0f} configs/s "
-          f"({steps['full'][0]['fitting'] / full:.0f} fitting configs/s)")
-    print(f"  full sweep CPU    {cpu:8.1f} s  ({cpu / args.jobs:.1f} s per worker: about the "
-          f"wall time on {args.jobs} idle cores)")
+    print(
+        f"  full sweep        {full:8.1f} s  {total / full:6.0f} configs/s "
+        f"({steps['full'][0]['fitting'] / full:.0f} fitting configs/s)"
+    )
+    print(
+        f"  full sweep CPU    {cpu:8.1f} s  ({cpu / args.jobs:.1f} s per worker: about the "
+        f"wall time on {args.jobs} idle cores)"
+    )
     print(f"  no-change resweep {median('resweep', 'seconds'):8.2f} s")
-    print(f"  one-GPU change    {median('change', 'seconds'):8.1f} s  "
-          f"{100 * median('change', 'seconds') / full:5.1f} % of the full sweep")
+    print(
+        f"  one-GPU change    {median('change', 'seconds'):8.1f} s  "
+        f"{100 * median('change', 'seconds') / full:5.1f} % of the full sweep"
+    )
     for step in ("full", "resweep", "change"):
-        print(f"  peak memory, {step:8s} {max(s['total_mb'] for s in steps[step]):6.0f} MB in all "
-              f"(PSS), {max(s['main_mb'] for s in steps[step]):6.0f} MB main process RSS, "
-              f"{max(s['worker_mb'] for s in steps[step]):6.0f} MB largest worker RSS")
+        print(
+            f"  peak memory, {step:8s} {max(s['total_mb'] for s in steps[step]):6.0f} MB in all "
+            f"(PSS), {max(s['main_mb'] for s in steps[step]):6.0f} MB main process RSS, "
+            f"{max(s['worker_mb'] for s in steps[step]):6.0f} MB largest worker RSS"
+        )
 
 
 if __name__ == "__main__":

@@ -36,9 +36,11 @@ def measure(site: Path) -> list[str]:
         f"average {page_bytes / len(pages) / 1024:.1f} KiB "
         f"(largest {sizes[largest] / 1024:.1f} KiB: {largest.relative_to(site).parent}/)",
         f"site: {files:,} files, {total / 1e9:.3f} GB",
-        "by top folder [MB]: " + ", ".join(
-            f"{name} {size / 1e6:,.1f}" for name, size in sorted(
-                folders.items(), key=lambda kv: -kv[1])),
+        "by top folder [MB]: "
+        + ", ".join(
+            f"{name} {size / 1e6:,.1f}"
+            for name, size in sorted(folders.items(), key=lambda kv: -kv[1])
+        ),
     ]
     return lines
 

@@ -47,7 +47,9 @@ class QueueFields(Entity):
     )
     lifo: bool = Field(default=True, description="Adaptive LIFO under heavy overload.")
     lifo_after_s: float = Field(
-        default=0.5, gt=0, le=3600,
+        default=0.5,
+        gt=0,
+        le=3600,
         description="Serve newest first once the oldest waiter is older than this [s].",
     )
 
@@ -73,9 +75,7 @@ class DatabasePart(QueueFields):
 
     kind: Literal["database"]
     pool_size: int = Field(gt=0, le=100_000, description="Connections in the pool [-].")
-    query_time_s: float = Field(
-        gt=0, le=600, description="Time a request holds a connection [s]."
-    )
+    query_time_s: float = Field(gt=0, le=600, description="Time a request holds a connection [s].")
 
 
 class QueuePart(QueueFields):
@@ -97,7 +97,9 @@ class LlmPart(QueueFields):
     gpu: EntityId | None = Field(default=None, description="Catalog GPU or rig id.")
     model: str | None = Field(default=None, description="Catalog model id or HF repo id.")
     params_b: float | None = Field(
-        default=None, gt=0, le=10_000,
+        default=None,
+        gt=0,
+        le=10_000,
         description="Bare parameter count for an unknown model [1e9].",
     )
     quant: EntityId | None = Field(default=None, description="Catalog quant id.")
@@ -114,8 +116,13 @@ class LlmPart(QueueFields):
 
     @model_validator(mode="after")
     def _capacity_given(self) -> LlmPart:
-        explicit = (self.slots, self.prefill_tokens_per_s, self.step_fixed_s,
-                    self.step_per_kv_token_s, self.step_compute_per_seq_s)
+        explicit = (
+            self.slots,
+            self.prefill_tokens_per_s,
+            self.step_fixed_s,
+            self.step_per_kv_token_s,
+            self.step_compute_per_seq_s,
+        )
         if any(v is not None for v in explicit):
             if any(v is None for v in explicit):
                 raise ValueError("slots: give all five capacity numbers or none")
@@ -130,7 +137,10 @@ class LlmPart(QueueFields):
 
 Part = AppPart | DatabasePart | QueuePart | LlmPart
 PART_KINDS: dict[str, type[QueueFields]] = {
-    "app": AppPart, "database": DatabasePart, "queue": QueuePart, "llm": LlmPart,
+    "app": AppPart,
+    "database": DatabasePart,
+    "queue": QueuePart,
+    "llm": LlmPart,
 }
 
 
@@ -277,8 +287,11 @@ def load_parts(folder: Path = PARTS_DIR) -> dict[str, Part]:
         kind = PART_KINDS.get(raw_kind) if isinstance(raw_kind, str) else None
         if kind is None:
             if data is not None:
-                problems.append(Problem(str(path), path.stem, "kind",
-                                        f"expected one of {', '.join(PART_KINDS)}"))
+                problems.append(
+                    Problem(
+                        str(path), path.stem, "kind", f"expected one of {', '.join(PART_KINDS)}"
+                    )
+                )
             continue
         try:
             part = kind.model_validate(data)
@@ -337,8 +350,9 @@ def _graph_order(scenario: Scenario, file: str, problems: list[Problem]) -> list
         if names.count(n.name) > 1 and names.index(n.name) == i:
             problems.append(Problem(file, n.name, f"{where}.name", "duplicate node name"))
         if n.after != SOURCE and n.after not in by_name:
-            problems.append(Problem(file, n.name, f"{where}.after",
-                                    f"unknown node {safe_repr(n.after)}"))
+            problems.append(
+                Problem(file, n.name, f"{where}.after", f"unknown node {safe_repr(n.after)}")
+            )
     order: list[NodeEntry] = []
     placed = {SOURCE}
     while len(order) < len(scenario.nodes):
@@ -348,8 +362,14 @@ def _graph_order(scenario: Scenario, file: str, problems: list[Problem]) -> list
         order.append(ready[0])
         placed.add(ready[0].name)
     for cycle in _cycles(by_name, placed):
-        problems.append(Problem(file, cycle[0], "after",
-                                f"cycle: {' -> '.join([*cycle, cycle[0]])} never reaches 'load'"))
+        problems.append(
+            Problem(
+                file,
+                cycle[0],
+                "after",
+                f"cycle: {' -> '.join([*cycle, cycle[0]])} never reaches 'load'",
+            )
+        )
     return order
 
 
@@ -364,7 +384,7 @@ def _cycles(by_name: dict[str, NodeEntry], placed: set[str]) -> list[list[str]]:
             path.append(name)
             name = by_name[name].after
         if name in path:
-            loop = path[path.index(name):]
+            loop = path[path.index(name) :]
             first = min(loop, key=list(by_name).index)
             i = loop.index(first)
             found.append(loop[i:] + loop[:i])
@@ -372,8 +392,9 @@ def _cycles(by_name: dict[str, NodeEntry], placed: set[str]) -> list[list[str]]:
     return found
 
 
-def _node_part(scenario: Scenario, node: NodeEntry, parts: dict[str, Part], file: str,
-               problems: list[Problem]) -> Part | None:
+def _node_part(
+    scenario: Scenario, node: NodeEntry, parts: dict[str, Part], file: str, problems: list[Problem]
+) -> Part | None:
     base = parts.get(node.part)
     if base is None:
         problems.append(Problem(file, node.name, "part", f"unknown part {safe_repr(node.part)}"))
@@ -383,8 +404,9 @@ def _node_part(scenario: Scenario, node: NodeEntry, parts: dict[str, Part], file
     extra = node.overrides
     bad = sorted(k for k in extra if k not in kind.model_fields or k in fixed)
     for key in bad:
-        problems.append(Problem(file, node.name, key,
-                                f"unknown field for a {base.kind} part ({base.id})"))
+        problems.append(
+            Problem(file, node.name, key, f"unknown field for a {base.kind} part ({base.id})")
+        )
     if bad:
         return None
     merged = base.model_dump() | extra
@@ -404,18 +426,29 @@ def _node_part(scenario: Scenario, node: NodeEntry, parts: dict[str, Part], file
 
 def _llm_missing(part: LlmPart) -> list[tuple[str, str]]:
     """What an LLM node needs to be resolved by the capacity engine."""
-    out = [(f, "required for an LLM node (or give slots and the step model)")
-           for f in ("gpu", "quant", "context") if getattr(part, f) is None]
+    out = [
+        (f, "required for an LLM node (or give slots and the step model)")
+        for f in ("gpu", "quant", "context")
+        if getattr(part, f) is None
+    ]
     if (part.model is None) == (part.params_b is None):
         out.append(("model", "give exactly one of model or params_b"))
     return out
 
 
-def _check_llm_leaves(scenario: Scenario, order: list[NodeEntry], resolved: list[Part | None],
-                      file: str, problems: list[Problem]) -> None:
+def _check_llm_leaves(
+    scenario: Scenario,
+    order: list[NodeEntry],
+    resolved: list[Part | None],
+    file: str,
+    problems: list[Problem],
+) -> None:
     parents = {n.after for n in scenario.nodes}
     for node, part in zip(order, resolved, strict=True):
         name = node.name
         if isinstance(part, LlmPart) and name in parents:
-            problems.append(Problem(file, name, "after",
-                                    "an LLM node must be a leaf (nothing may come after it)"))
+            problems.append(
+                Problem(
+                    file, name, "after", "an LLM node must be a leaf (nothing may come after it)"
+                )
+            )

@@ -307,18 +307,23 @@ class Settings(BaseModel):
         ),
     )
     prompt_tokens: int = Field(
-        default=1024, gt=0, le=1_048_576,
+        default=1024,
+        gt=0,
+        le=1_048_576,
         description="Prompt length of the request profile the load sweep offers [tokens].",
     )
     output_tokens: int = Field(
-        default=128, gt=0, le=1_048_576,
+        default=128,
+        gt=0,
+        le=1_048_576,
         description="Output length of the request profile [tokens].",
     )
     ttft_budget_ms: float = Field(
         default=1500, gt=0, description="Hard time-to-first-token budget [ms]."
     )
     p99_slo_ms: float | None = Field(
-        default=None, gt=0,
+        default=None,
+        gt=0,
         description=(
             "p99 end-to-end latency SLO [ms]; unset means the TTFT budget plus the output "
             "streamed at the minimum per-stream rate (calibration min_stream_tokens_per_s)."
@@ -343,16 +348,21 @@ class Settings(BaseModel):
         default=180, gt=0, le=86_400, description="Simulated duration of each load level [s]."
     )
     sim_min_service_times: float = Field(
-        default=4, ge=0, le=100,
+        default=4,
+        ge=0,
+        le=100,
         description="A config's run lasts at least this many mean service times, rounded up "
         "to a whole multiple of sim_seconds, so that a slow server is seen busy [-].",
     )
     seed: int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")
     queue_depth_per_slot: float = Field(
-        default=8, ge=0, le=10_000,
+        default=8,
+        ge=0,
+        le=10_000,
         description="Requests the LLM server's queue holds per slot before it sheds [-].",
     )
     queue_max_age_s: float = Field(
-        default=60, gt=0,
+        default=60,
+        gt=0,
         description="Queued requests older than this are abandoned [s].",
     )

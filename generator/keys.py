@@ -192,8 +192,12 @@ def entities(cat: Catalog) -> Entities:
         }
     )
     return Entities(
-        {**gpus, **rigs}, dump(cat.models), dump(cat.quants), dump(cat.runtimes),
-        dump(cat.kv_dtypes), shared,
+        {**gpus, **rigs},
+        dump(cat.models),
+        dump(cat.quants),
+        dump(cat.runtimes),
+        dump(cat.kv_dtypes),
+        shared,
     )
 
 
@@ -228,8 +232,13 @@ class InputKeys:
         """Hash of the inputs and engine version (not the code): what a verifier recomputes."""
         e = self.entities
         parts = [
-            e.devices[c.device], e.models[c.model], e.quants[c.quant], e.runtimes[c.runtime],
-            e.kv_dtypes[c.kv_dtype], e.shared, c.id,
+            e.devices[c.device],
+            e.models[c.model],
+            e.quants[c.quant],
+            e.runtimes[c.runtime],
+            e.kv_dtypes[c.kv_dtype],
+            e.shared,
+            c.id,
         ]
         return hashlib.sha256("|".join(parts).encode()).hexdigest()
 

@@ -31,9 +31,19 @@ Capacity = Callable[..., CapacityResult]
 # budget to 0.01 %, times to 0.1 ms. Every float is rounded to these before it is
 # written, so the file's bytes do not depend on the last bits of any computation.
 TICK_DECIMALS = {
-    "offered": 3, "admitted": 3, "served": 3, "backlog": 3, "dropped_shed": 3,
-    "dropped_aged": 3, "refused_block": 3, "utilization": 4, "p50_ms": 1, "p99_ms": 1,
-    "ttft_ms": 1, "tokens_per_s": 1, "error_budget_left": 4,
+    "offered": 3,
+    "admitted": 3,
+    "served": 3,
+    "backlog": 3,
+    "dropped_shed": 3,
+    "dropped_aged": 3,
+    "refused_block": 3,
+    "utilization": 4,
+    "p50_ms": 1,
+    "p99_ms": 1,
+    "ttft_ms": 1,
+    "tokens_per_s": 1,
+    "error_budget_left": 4,
 }
 TICK_FIELDS = ("node", "tick", *TICK_DECIMALS)
 
@@ -45,15 +55,24 @@ def default_capacity(**kwargs: Any) -> CapacityResult:
     return capacity_for(**kwargs)
 
 
-def build_spec(loaded: LoadedScenario, rps: float | None = None,
-               duration_s: float | None = None, capacity: Capacity = default_capacity) -> SimSpec:
+def build_spec(
+    loaded: LoadedScenario,
+    rps: float | None = None,
+    duration_s: float | None = None,
+    capacity: Capacity = default_capacity,
+) -> SimSpec:
     """Turn a validated scenario into the engine's plain numbers."""
     sc = loaded.scenario
     src = sc.load
     source = SourceSpec(
-        shape=Shape(src.shape), rps=rps if rps is not None else src.level_rps,
-        arrivals=Arrivals(src.arrivals), start_fraction=src.start_fraction, ramp_s=src.ramp_s,
-        base_fraction=src.base_fraction, at_s=src.at_s, until_s=src.until_s,
+        shape=Shape(src.shape),
+        rps=rps if rps is not None else src.level_rps,
+        arrivals=Arrivals(src.arrivals),
+        start_fraction=src.start_fraction,
+        ramp_s=src.ramp_s,
+        base_fraction=src.base_fraction,
+        at_s=src.at_s,
+        until_s=src.until_s,
         burst_bias=src.burst_bias,
     )
     problems: list[Problem] = []
@@ -67,9 +86,14 @@ def build_spec(loaded: LoadedScenario, rps: float | None = None,
         nodes.append(node_spec(entry.name, entry.after, part, llm))
     if problems:
         raise CatalogError(problems)
-    rules = Rules(p99_slo_ms=sc.slo.p99_ms, ttft_budget_ms=sc.slo.ttft_ms,
-                  availability=sc.slo.availability, soak_utilization=sc.slo.soak_utilization,
-                  soak_s=sc.slo.soak_s, window_s=sc.slo.window_s)
+    rules = Rules(
+        p99_slo_ms=sc.slo.p99_ms,
+        ttft_budget_ms=sc.slo.ttft_ms,
+        availability=sc.slo.availability,
+        soak_utilization=sc.slo.soak_utilization,
+        soak_s=sc.slo.soak_s,
+        window_s=sc.slo.window_s,
+    )
     return SimSpec(sc.id, source, tuple(nodes), rules, duration_s or sc.duration_s)
 
 
@@ -85,31 +109,57 @@ def node_spec(name: str, after: str, part: Part, llm: LlmSpec | None) -> NodeSpe
         assert llm is not None
         servers, service, cap, word = llm.slots, 0.0, 0.0, "slots"
     return NodeSpec(
-        name=name, parent=after, kind=NodeKind.LLM if llm is not None else NodeKind.SERVER,
-        discipline=Discipline(part.discipline), servers=servers, service_s=service,
+        name=name,
+        parent=after,
+        kind=NodeKind.LLM if llm is not None else NodeKind.SERVER,
+        discipline=Discipline(part.discipline),
+        servers=servers,
+        service_s=service,
         capacity_rps=cap if cap is not None else servers / service,
-        max_depth=float(part.max_depth or 0), max_age_s=part.max_age_s, lifo=part.lifo,
-        lifo_after_s=part.lifo_after_s, resource=word, llm=llm,
+        max_depth=float(part.max_depth or 0),
+        max_age_s=part.max_age_s,
+        lifo=part.lifo,
+        lifo_after_s=part.lifo_after_s,
+        resource=word,
+        llm=llm,
     )
 
 
-def _llm(loaded: LoadedScenario, name: str, part: LlmPart, capacity: Capacity,
-         problems: list[Problem]) -> LlmSpec | None:
+def _llm(
+    loaded: LoadedScenario, name: str, part: LlmPart, capacity: Capacity, problems: list[Problem]
+) -> LlmSpec | None:
     profile = {"prompt_tokens": part.prompt_tokens, "output_tokens": part.output_tokens}
     if part.explicit:
-        return LlmSpec(slots=part.slots or 0, prefill_tokens_per_s=part.prefill_tokens_per_s or 0.0,
-                       step_fixed_s=part.step_fixed_s or 0.0,
-                       step_per_kv_token_s=part.step_per_kv_token_s or 0.0,
-                       step_compute_per_seq_s=part.step_compute_per_seq_s or 0.0, **profile)
+        return LlmSpec(
+            slots=part.slots or 0,
+            prefill_tokens_per_s=part.prefill_tokens_per_s or 0.0,
+            step_fixed_s=part.step_fixed_s or 0.0,
+            step_per_kv_token_s=part.step_per_kv_token_s or 0.0,
+            step_compute_per_seq_s=part.step_compute_per_seq_s or 0.0,
+            **profile,
+        )
     try:
-        cap = capacity(gpu=part.gpu, model=part.model, params_b=part.params_b, quant=part.quant,
-                       context=part.context, runtime=part.runtime, kv_dtype=part.kv_dtype)
+        cap = capacity(
+            gpu=part.gpu,
+            model=part.model,
+            params_b=part.params_b,
+            quant=part.quant,
+            context=part.context,
+            runtime=part.runtime,
+            kv_dtype=part.kv_dtype,
+        )
     except (KeyError, ValueError, CatalogError) as exc:
         problems.append(Problem(str(loaded.path), name, "gpu", f"cannot resolve capacity: {exc}"))
         return None
     if not cap.fits or cap.slots < 1:
-        problems.append(Problem(str(loaded.path), name, "context",
-                                "the model does not fit: no slots at this context"))
+        problems.append(
+            Problem(
+                str(loaded.path),
+                name,
+                "context",
+                "the model does not fit: no slots at this context",
+            )
+        )
         return None
     return from_capacity(cap, **profile)
 
@@ -117,10 +167,13 @@ def _llm(loaded: LoadedScenario, name: str, part: LlmPart, capacity: Capacity,
 def from_capacity(cap: CapacityResult, prompt_tokens: int, output_tokens: int) -> LlmSpec:
     """The engine's LLM node numbers from a capacity result."""
     return LlmSpec(
-        slots=cap.slots, prefill_tokens_per_s=cap.prefill_tokens_per_s,
-        step_fixed_s=cap.step_fixed_s, step_per_kv_token_s=cap.step_per_kv_token_s,
+        slots=cap.slots,
+        prefill_tokens_per_s=cap.prefill_tokens_per_s,
+        step_fixed_s=cap.step_fixed_s,
+        step_per_kv_token_s=cap.step_per_kv_token_s,
         step_compute_per_seq_s=cap.step_compute_per_seq_s,
-        prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
     )
 
 
@@ -140,15 +193,20 @@ def _num(value: float, places: int) -> str:
 
 
 def _cells(row: TickRow) -> list[str]:
-    return [row.node, str(row.tick),
-            *(_num(getattr(row, name), places) for name, places in TICK_DECIMALS.items())]
+    return [
+        row.node,
+        str(row.tick),
+        *(_num(getattr(row, name), places) for name, places in TICK_DECIMALS.items()),
+    ]
 
 
 def tick_lines(result: SimResult, seed: int, fmt: str) -> Iterator[str]:
     """The tick file, line by line: a parameter header, then CSV or JSON lines."""
     spec = result.spec
-    yield (f"# scenario {spec.name}; seed {seed}; rps {fmt_rps(spec.source.rps)}; "
-           f"duration {spec.duration_s:g} s; tick {TICK_S * 1000:g} ms")
+    yield (
+        f"# scenario {spec.name}; seed {seed}; rps {fmt_rps(spec.source.rps)}; "
+        f"duration {spec.duration_s:g} s; tick {TICK_S * 1000:g} ms"
+    )
     if fmt == "csv":
         yield ",".join(TICK_FIELDS)
     for row in tick_rows(result):
@@ -175,9 +233,13 @@ def _r(value: float | None, places: int = 3) -> float | None:
 def report_json(rep: RunReport) -> dict[str, Any]:
     """One run's verdict as plain data (rounded)."""
     return {
-        "rps": _r(rep.rps), "passed": rep.passed, "failing_rule": rep.failing_rule,
-        "failing_node": rep.failing_node, "fail_s": _r(rep.fail_s, 1),
-        "bottleneck": rep.bottleneck, "worst_p99_ms": _r(rep.worst_p99_ms, 1),
+        "rps": _r(rep.rps),
+        "passed": rep.passed,
+        "failing_rule": rep.failing_rule,
+        "failing_node": rep.failing_node,
+        "fail_s": _r(rep.fail_s, 1),
+        "bottleneck": rep.bottleneck,
+        "worst_p99_ms": _r(rep.worst_p99_ms, 1),
         "worst_ttft_ms": _r(rep.worst_ttft_ms, 1),
         "error_budget_left": _r(rep.error_budget_left, 4),
     }
@@ -190,25 +252,39 @@ def run_json(result: SimResult, seed: int) -> str:
         s.node: {
             "mean_utilization": _r(s.mean_utilization, 4),
             "peak_utilization": _r(s.peak_utilization, 4),
-            "max_backlog": _r(s.max_backlog), "worst_p99_ms": _r(s.worst_p99_ms, 1),
-            "worst_ttft_ms": _r(s.worst_ttft_ms, 1), "offered": _r(s.offered),
-            "served": _r(s.served), "dropped_shed": _r(s.dropped_shed),
-            "dropped_aged": _r(s.dropped_aged), "refused_block": _r(s.refused_block),
+            "max_backlog": _r(s.max_backlog),
+            "worst_p99_ms": _r(s.worst_p99_ms, 1),
+            "worst_ttft_ms": _r(s.worst_ttft_ms, 1),
+            "offered": _r(s.offered),
+            "served": _r(s.served),
+            "dropped_shed": _r(s.dropped_shed),
+            "dropped_aged": _r(s.dropped_aged),
+            "refused_block": _r(s.refused_block),
             "error_budget_left": _r(s.error_budget_left, 4),
         }
         for s in rep.nodes
     }
-    doc = {"scenario": result.spec.name, "seed": seed, "duration_s": result.spec.duration_s,
-           "tick_s": TICK_S, **report_json(rep), "nodes": nodes}
+    doc = {
+        "scenario": result.spec.name,
+        "seed": seed,
+        "duration_s": result.spec.duration_s,
+        "tick_s": TICK_S,
+        **report_json(rep),
+        "nodes": nodes,
+    }
     return json.dumps(doc, sort_keys=True, indent=2)
 
 
 def sweep_json(report: SweepReport, spec: SimSpec, seed: int) -> str:
     """A sweep as canonical JSON: the breaking point first, then every level."""
     doc = {
-        "scenario": spec.name, "seed": seed, "duration_s": spec.duration_s,
-        "breaking_rps": _r(report.breaking_rps), "bottleneck": report.bottleneck,
-        "failing_node": report.failing_node, "failing_rule": report.failing_rule,
+        "scenario": spec.name,
+        "seed": seed,
+        "duration_s": spec.duration_s,
+        "breaking_rps": _r(report.breaking_rps),
+        "bottleneck": report.bottleneck,
+        "failing_node": report.failing_node,
+        "failing_rule": report.failing_rule,
         "points": [report_json(p) for p in report.points],
     }
     return json.dumps(doc, sort_keys=True, indent=2)

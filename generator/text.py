@@ -45,7 +45,9 @@ def verdict(r: CapacityResult) -> str:
             if r.kv_budget_bytes < 0
             else (r.kv_bytes_per_request - r.kv_budget_bytes)
         )
-        return f"does not fit: {short / GIB:.2f} GiB short of one {r.context_tokens:,}-token request"
+        return (
+            f"does not fit: {short / GIB:.2f} GiB short of one {r.context_tokens:,}-token request"
+        )
     what = {
         "kv": "the KV cache fills before bandwidth runs out",
         "bandwidth": "memory bandwidth binds before the KV cache fills",

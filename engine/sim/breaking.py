@@ -68,8 +68,6 @@ def saturation(f: dict[str, Array]) -> float | None:
     return sig(served / busy) if busy > 0.0 else None
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class Reduction:
     """A config's breaking points, the lane that broke first, and per-lane totals [requests]."""
@@ -80,8 +78,14 @@ class Reduction:
     lost: Array
 
 
-def reduce(res: SimResult, service_s: float, slots: int, p99_slo_ms: float,
-           ttft_budget_ms: float, soak_utilization: float) -> Reduction:
+def reduce(
+    res: SimResult,
+    service_s: float,
+    slots: int,
+    p99_slo_ms: float,
+    ttft_budget_ms: float,
+    soak_utilization: float,
+) -> Reduction:
     """One config's load simulation reduced to its breaking points.
 
     Parameters

@@ -64,8 +64,9 @@ class Cohorts:
     backlog: Array
 
     @classmethod
-    def empty(cls, lanes: int, ticks: int, counts: Array | None = None,
-              links: Index | None = None) -> Cohorts:
+    def empty(
+        cls, lanes: int, ticks: int, counts: Array | None = None, links: Index | None = None
+    ) -> Cohorts:
         """A queue with nothing in it, for a run of ``ticks`` ticks.
 
         ``counts`` ``(ticks, lanes)`` and ``links`` ``(2, ticks, lanes)`` (of
@@ -258,8 +259,9 @@ def _take(q: Cohorts, idx: npt.NDArray[np.intp], amt: Array, d: Index) -> Index:
     return cols
 
 
-def _unlink_taken(q: Cohorts, idx: npt.NDArray[np.intp], amt: Array, d: Index,
-                  last: Index, end: Index) -> None:
+def _unlink_taken(
+    q: Cohorts, idx: npt.NDArray[np.intp], amt: Array, d: Index, last: Index, end: Index
+) -> None:
     """Move each lane's served end past the cohorts emptied; settle the backlog.
 
     Every cohort the walk passed before ``last`` was emptied; ``last`` itself may

@@ -16,8 +16,9 @@ from typing import Any, Literal
 COMPILED = importlib.util.find_spec("numba") is not None
 
 
-def compiled(f: Callable[..., Any], inline: Literal["never", "always"] = "never"
-             ) -> Callable[..., Any]:
+def compiled(
+    f: Callable[..., Any], inline: Literal["never", "always"] = "never"
+) -> Callable[..., Any]:
     """``f`` compiled by numba (or ``f`` itself without numba).
 
     ``inline="always"`` inlines a helper into its callers. ``cache=True`` keeps

@@ -41,9 +41,17 @@ FIFO_SHARE = (0.5, 1.0 - 0.99, DUST)
 LIFO_SHARE = (0.5, 0.99, -DUST)
 
 
-def llm_queue_loop(offered: Array, out: tuple[Array, ...], waits: tuple[Any, Any],
-                   lane: tuple[Array, ...], state: tuple[Any, ...], max_age: int,
-                   lifo_on: bool, lifo_after_s: float, tick_s: float) -> None:
+def llm_queue_loop(
+    offered: Array,
+    out: tuple[Array, ...],
+    waits: tuple[Any, Any],
+    lane: tuple[Array, ...],
+    state: tuple[Any, ...],
+    max_age: int,
+    lifo_on: bool,
+    lifo_after_s: float,
+    tick_s: float,
+) -> None:
     """Every tick of an LLM node with a holding queue and no blocking child.
 
     Parameters
@@ -74,12 +82,32 @@ def llm_queue_loop(offered: Array, out: tuple[Array, ...], waits: tuple[Any, Any
     _loop(offered, *out, *waits, *lane, *state, max_age, lifo_on, lifo_after_s, tick_s)
 
 
-def _loop_py(offered: Any, admitted_o: Any, served_o: Any, backlog_o: Any, aged_o: Any,
-             inflight_o: Any, slot_o: Any, w50_o: Any, w99_o: Any, depth: Any, slots: Any,
-             prompt_s: Any, output_tokens: Any, step_fixed: Any, kv_per_stream: Any,
-             step_per_kv: Any, step_compute: Any, counts: Any, newer: Any, older: Any,
-             max_age: int, lifo_on: bool, lifo_after_s: float,
-             tick_s: float) -> None:  # pragma: no cover
+def _loop_py(
+    offered: Any,
+    admitted_o: Any,
+    served_o: Any,
+    backlog_o: Any,
+    aged_o: Any,
+    inflight_o: Any,
+    slot_o: Any,
+    w50_o: Any,
+    w99_o: Any,
+    depth: Any,
+    slots: Any,
+    prompt_s: Any,
+    output_tokens: Any,
+    step_fixed: Any,
+    kv_per_stream: Any,
+    step_per_kv: Any,
+    step_compute: Any,
+    counts: Any,
+    newer: Any,
+    older: Any,
+    max_age: int,
+    lifo_on: bool,
+    lifo_after_s: float,
+    tick_s: float,
+) -> None:  # pragma: no cover
     ticks, lanes = offered.shape
     # Ticks outer, lanes inner: the records are (ticks, lanes), written in order.
     backlogs = np.zeros(lanes)
@@ -93,11 +121,11 @@ def _loop_py(offered: Any, admitted_o: Any, served_o: Any, backlog_o: Any, aged_
             # begin(): age out, free finished slots, state the room
             aged = 0.0
             if max_age >= 0 and oldest != NONE and oldest < t - max_age:
-                aged, oldest, newest, backlog = _age_out(counts, newer, j, t - max_age, oldest,
-                                                         newest, backlog)
+                aged, oldest, newest, backlog = _age_out(
+                    counts, newer, j, t - max_age, oldest, newest, backlog
+                )
             b = inflights[j]
-            step = max(step_fixed[j] + (b * kv_per_stream[j]) * step_per_kv[j],
-                       b * step_compute[j])
+            step = max(step_fixed[j] + (b * kv_per_stream[j]) * step_per_kv[j], b * step_compute[j])
             slot_s = prompt_s[j] + output_tokens[j] * step
             done = min(b, b * tick_s / slot_s)
             cap = slots[j] - b + done
@@ -111,7 +139,8 @@ def _loop_py(offered: Any, admitted_o: Any, served_o: Any, backlog_o: Any, aged_
                     oldest, newest = _enqueue(newer, older, t, j, oldest, newest)
                 started = min(backlog, cap)
                 w50, w99, head, oldest, newest, backlog = _serve(
-                    counts, newer, older, t, j, started, lifos[j], oldest, newest, backlog)
+                    counts, newer, older, t, j, started, lifos[j], oldest, newest, backlog
+                )
                 if lifo_on:
                     lifos[j] = head * tick_s > lifo_after_s
             admitted_o[t, j] = admitted
@@ -126,8 +155,9 @@ def _loop_py(offered: Any, admitted_o: Any, served_o: Any, backlog_o: Any, aged_
             backlogs[j], oldests[j], newests[j] = backlog, oldest, newest
 
 
-def _age_out_py(counts: Any, newer: Any, j: int, keep_from: int, oldest: int, newest: int,
-                backlog: float) -> tuple[float, int, int, float]:  # pragma: no cover
+def _age_out_py(
+    counts: Any, newer: Any, j: int, keep_from: int, oldest: int, newest: int, backlog: float
+) -> tuple[float, int, int, float]:  # pragma: no cover
     """Drop lane ``j``'s cohorts older than tick ``keep_from``, oldest first (``age_out``)."""
     k = oldest
     lost = counts[k, j]
@@ -145,8 +175,9 @@ def _age_out_py(counts: Any, newer: Any, j: int, keep_from: int, oldest: int, ne
     return lost, oldest, newest, left
 
 
-def _enqueue_py(newer: Any, older: Any, t: int, j: int, oldest: int,
-                newest: int) -> tuple[int, int]:  # pragma: no cover
+def _enqueue_py(
+    newer: Any, older: Any, t: int, j: int, oldest: int, newest: int
+) -> tuple[int, int]:  # pragma: no cover
     """Link tick ``t``'s cohort as lane ``j``'s newest (``enqueue``)."""
     older[t, j] = newest
     if newest != NONE:
@@ -155,9 +186,18 @@ def _enqueue_py(newer: Any, older: Any, t: int, j: int, oldest: int,
     return t, t
 
 
-def _serve_py(counts: Any, newer: Any, older: Any, t: int, j: int, amt: float, lifo: bool,
-              oldest: int, newest: int, backlog: float
-              ) -> tuple[int, int, int, int, int, float]:  # pragma: no cover
+def _serve_py(
+    counts: Any,
+    newer: Any,
+    older: Any,
+    t: int,
+    j: int,
+    amt: float,
+    lifo: bool,
+    oldest: int,
+    newest: int,
+    backlog: float,
+) -> tuple[int, int, int, int, int, float]:  # pragma: no cover
     """Take ``amt`` from lane ``j`` (``serve``): wait p50, p99, head age, new ends, backlog."""
     if not amt > 0.0:
         head = t - oldest if backlog > 0.0 else 0
@@ -176,8 +216,9 @@ def _serve_py(counts: Any, newer: Any, older: Any, t: int, j: int, amt: float, l
     return t - c50, t - c99, t - oldest, oldest, newest, left
 
 
-def _walk_py(counts: Any, newer: Any, older: Any, j: int, amt: float, lifo: bool, first: int,
-             end: int) -> tuple[int, int, int]:  # pragma: no cover
+def _walk_py(
+    counts: Any, newer: Any, older: Any, j: int, amt: float, lifo: bool, first: int, end: int
+) -> tuple[int, int, int]:  # pragma: no cover
     """Take ``amt`` from ``first`` on towards ``end`` (``_take``): p50, p99 and last cohort."""
     share50, share99, slack = LIFO_SHARE if lifo else FIFO_SHARE
     lim50 = amt * share50 + slack
@@ -222,12 +263,19 @@ def warm_up() -> None:
     ticks, lanes = 2, 1
     grid = np.zeros((ticks, lanes))
     llm_queue_loop(
-        grid.copy(), tuple(np.zeros((ticks, lanes)) for _ in range(6)),
+        grid.copy(),
+        tuple(np.zeros((ticks, lanes)) for _ in range(6)),
         (np.zeros((ticks, lanes), np.int16), np.zeros((ticks, lanes), np.int16)),
         tuple(np.ones(lanes) for _ in range(8)),
-        (np.zeros((ticks, lanes)), np.zeros((ticks, lanes), np.int32),
-         np.zeros((ticks, lanes), np.int32)),
-        1, True, 0.5, 0.1,
+        (
+            np.zeros((ticks, lanes)),
+            np.zeros((ticks, lanes), np.int32),
+            np.zeros((ticks, lanes), np.int32),
+        ),
+        1,
+        True,
+        0.5,
+        0.1,
     )
     block = np.zeros((ticks, 2 * lanes))
     running_sum_rows(grid)

@@ -24,14 +24,30 @@ LN100 = 4.605170185988092  # ln 100 = -ln(1 - 0.99): the 99th percentile of Exp(
 # below 1.15e-9). Reference: P. J. Acklam, "An algorithm for computing the
 # inverse normal cumulative distribution function" (2003), archived at
 # https://web.archive.org/web/20151030215612/http://home.online.no/~pjacklam/notes/invnorm/
-_A = (-3.969683028665376e01, 2.209460984245205e02, -2.759285104469687e02,
-      1.383577518672690e02, -3.066479806614716e01, 2.506628277459239e00)
-_B = (-5.447609879822406e01, 1.615858368580409e02, -1.556989798598866e02,
-      6.680131188771972e01, -1.328068155288572e01)
-_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e00,
-      -2.549732539343734e00, 4.374664141464968e00, 2.938163982698783e00)
-_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00,
-      3.754408661907416e00)
+_A = (
+    -3.969683028665376e01,
+    2.209460984245205e02,
+    -2.759285104469687e02,
+    1.383577518672690e02,
+    -3.066479806614716e01,
+    2.506628277459239e00,
+)
+_B = (
+    -5.447609879822406e01,
+    1.615858368580409e02,
+    -1.556989798598866e02,
+    6.680131188771972e01,
+    -1.328068155288572e01,
+)
+_C = (
+    -7.784894002430293e-03,
+    -3.223964580411365e-01,
+    -2.400758277161838e00,
+    -2.549732539343734e00,
+    4.374664141464968e00,
+    2.938163982698783e00,
+)
+_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
 _P_LOW = 0.02425
 
 
@@ -217,8 +233,9 @@ def poisson_rows(lam: Array, u: Array) -> Array:
         if not (down.any() or up.any()):
             break
         pos += up.astype(np.intp) - down.astype(np.intp)
-    steps = np.bincount((np.arange(lam.size)[:, None] * (n + 1) + pos).reshape(-1),
-                        minlength=lam.size * (n + 1)).reshape(lam.size, n + 1)
+    steps = np.bincount(
+        (np.arange(lam.size)[:, None] * (n + 1) + pos).reshape(-1), minlength=lam.size * (n + 1)
+    ).reshape(lam.size, n + 1)
     out = np.empty((lam.size, n), dtype=np.float64)
     out[:, order] = np.cumsum(steps, axis=1)[:, :n]
     return out

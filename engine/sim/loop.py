@@ -32,8 +32,9 @@ from backpressure.engine.sim.queueing import Discipline
 Array = npt.NDArray[np.float64]
 
 
-def run_lanes(specs: Sequence[SimSpec], lanes: Sequence[int], arrived: Array,
-              scratch: Scratch) -> dict[str, NodeRun]:
+def run_lanes(
+    specs: Sequence[SimSpec], lanes: Sequence[int], arrived: Array, scratch: Scratch
+) -> dict[str, NodeRun]:
     """The tick loop over every lane of ``specs`` (config ``i`` has ``lanes[i]``).
 
     ``arrived`` is ``(ticks, lanes)``. Nodes joined by a ``block`` edge push back
@@ -97,8 +98,7 @@ def _run_server(run: NodeRun, offered: Array) -> None:
 
 def compiled_llm(run: NodeRun) -> bool:
     """Whether the compiled loop covers this lone node: an LLM with its own queue."""
-    return (COMPILED and run.llm is not None and run.queue is not None
-            and "pressure" not in run.out)
+    return COMPILED and run.llm is not None and run.queue is not None and "pressure" not in run.out
 
 
 def _run_llm(run: NodeRun, offered: Array, scratch: Scratch) -> None:
@@ -112,11 +112,21 @@ def _run_llm(run: NodeRun, offered: Array, scratch: Scratch) -> None:
         np.ascontiguousarray(offered),
         (o["admitted"], o["served"], o["backlog"], aged, o["inflight"], o["slot_time_s"]),
         (o["wait_p50_ticks"], o["wait_p99_ticks"]),
-        (run.depth, llm.slots, llm.prompt_s, llm.output_tokens, llm.step_fixed_s,
-         llm.kv_tokens_per_stream, llm.step_per_kv_token_s, llm.step_compute_per_seq_s),
+        (
+            run.depth,
+            llm.slots,
+            llm.prompt_s,
+            llm.output_tokens,
+            llm.step_fixed_s,
+            llm.kv_tokens_per_stream,
+            llm.step_per_kv_token_s,
+            llm.step_compute_per_seq_s,
+        ),
         (q.counts, q.links[0], q.links[1]),
         -1 if run.max_age_ticks is None else run.max_age_ticks,
-        run.spec.lifo, run.spec.lifo_after_s, TICK_S,
+        run.spec.lifo,
+        run.spec.lifo_after_s,
+        TICK_S,
     )
 
 
@@ -125,8 +135,11 @@ def _run_group(spec: SimSpec, members: list[NodeRun], offered: Array) -> None:
     by_name = {r.spec.name: r for r in members}
     plan = []
     for r in members:
-        blocking = [by_name[c.name] for c in spec.children(r.spec.name)
-                    if c.name in by_name and c.discipline is Discipline.BLOCK]
+        blocking = [
+            by_name[c.name]
+            for c in spec.children(r.spec.name)
+            if c.name in by_name and c.discipline is Discipline.BLOCK
+        ]
         parent = by_name.get(r.spec.parent)
         plan.append((r, parent, blocking))
     for t in range(offered.shape[0]):

@@ -187,10 +187,12 @@ class LlmLanes:
     @classmethod
     def of(cls, llms: Sequence[LlmSpec], lanes: Sequence[int]) -> LlmLanes:
         """Config ``i``'s numbers repeated over its ``lanes[i]`` lanes."""
-        return cls(*(
-            np.repeat(np.array([getattr(m, f.name) for m in llms], dtype=np.float64), lanes)
-            for f in fields(cls)
-        ))
+        return cls(
+            *(
+                np.repeat(np.array([getattr(m, f.name) for m in llms], dtype=np.float64), lanes)
+                for f in fields(cls)
+            )
+        )
 
 
 def step_time_s(llm: LlmSpec | LlmLanes, batch: Array) -> Array:
@@ -199,8 +201,9 @@ def step_time_s(llm: LlmSpec | LlmLanes, batch: Array) -> Array:
     Each stream holds its prompt plus, on average, half its output in the KV cache.
     """
     kv_tokens = batch * llm.kv_tokens_per_stream
-    return np.maximum(llm.step_fixed_s + kv_tokens * llm.step_per_kv_token_s,
-                      batch * llm.step_compute_per_seq_s)
+    return np.maximum(
+        llm.step_fixed_s + kv_tokens * llm.step_per_kv_token_s, batch * llm.step_compute_per_seq_s
+    )
 
 
 def prefill_s(llm: LlmSpec | LlmLanes) -> float | Array:

@@ -30,9 +30,19 @@ Array = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 
 COLUMNS = (
-    "offered", "admitted", "served", "backlog", "dropped_shed", "dropped_aged",
-    "refused_block", "lost", "utilization", "wait_p50_ticks", "wait_p99_ticks",
-    "slot_time_s", "tokens_per_s",
+    "offered",
+    "admitted",
+    "served",
+    "backlog",
+    "dropped_shed",
+    "dropped_aged",
+    "refused_block",
+    "lost",
+    "utilization",
+    "wait_p50_ticks",
+    "wait_p99_ticks",
+    "slot_time_s",
+    "tokens_per_s",
 )
 WAITS = ("wait_p50_ticks", "wait_p99_ticks")  # whole ticks, stored as small ints
 
@@ -81,8 +91,9 @@ class Scratch:
     def __init__(self) -> None:
         self._buffers: dict[str, npt.NDArray[np.generic]] = {}
 
-    def array(self, key: str, shape: tuple[int, ...],
-              dtype: type[np.generic] = np.float64) -> npt.NDArray[Any]:
+    def array(
+        self, key: str, shape: tuple[int, ...], dtype: type[np.generic] = np.float64
+    ) -> npt.NDArray[Any]:
         """An uninitialised C-contiguous array of ``shape`` whose memory is kept for ``key``."""
         size = int(np.prod(shape))
         buf = self._buffers.get(key)
@@ -92,8 +103,13 @@ class Scratch:
         return buf[:size].reshape(shape)
 
 
-def new_run(nodes: Sequence[NodeSpec], lanes: Sequence[int], ticks: int, fed_by_source: bool,
-            scratch: Scratch) -> NodeRun:
+def new_run(
+    nodes: Sequence[NodeSpec],
+    lanes: Sequence[int],
+    ticks: int,
+    fed_by_source: bool,
+    scratch: Scratch,
+) -> NodeRun:
     """Fresh state for one node of several configs: ``nodes[i]`` over ``lanes[i]`` lanes.
 
     The nodes must have the same shape (see :func:`engine.sim.run.shape_of`). Record
@@ -116,21 +132,38 @@ def new_run(nodes: Sequence[NodeSpec], lanes: Sequence[int], ticks: int, fed_by_
     if spec.llm is not None:
         names += ["inflight", "slot_time_s"]
     wait = np.int16 if ticks <= np.iinfo(np.int16).max else np.int32  # ages fit exactly
-    out = {c: scratch.array(f"{spec.name}/{c}", (ticks, total), wait if c in WAITS else np.float64)
-           for c in names}
+    out = {
+        c: scratch.array(f"{spec.name}/{c}", (ticks, total), wait if c in WAITS else np.float64)
+        for c in names
+    }
     queue = None
     if holds:
-        queue = Cohorts.empty(total, ticks, scratch.array(f"{spec.name}/cohorts", (ticks, total)),
-                              scratch.array(f"{spec.name}/links", (2, ticks, total),
-                                            index_type(ticks, total)))
+        queue = Cohorts.empty(
+            total,
+            ticks,
+            scratch.array(f"{spec.name}/cohorts", (ticks, total)),
+            scratch.array(f"{spec.name}/links", (2, ticks, total), index_type(ticks, total)),
+        )
     return NodeRun(
-        spec=spec, rule=rule, fed_by_source=fed_by_source, queue=queue,
-        max_age_ticks=max_age, cap=cap,
+        spec=spec,
+        rule=rule,
+        fed_by_source=fed_by_source,
+        queue=queue,
+        max_age_ticks=max_age,
+        cap=cap,
         depth=np.repeat(np.array([float(n.max_depth) for n in nodes]), lanes),
         llm=LlmLanes.of([n.llm for n in nodes if n.llm is not None], lanes)
-        if spec.llm is not None else None,
-        zeros=zeros, inflight=zeros.copy(), lifo=np.zeros(total, dtype=bool),
-        room=cap, pressure=zeros, blocked=zeros, aged=zeros, out=out, done=zeros,
+        if spec.llm is not None
+        else None,
+        zeros=zeros,
+        inflight=zeros.copy(),
+        lifo=np.zeros(total, dtype=bool),
+        room=cap,
+        pressure=zeros,
+        blocked=zeros,
+        aged=zeros,
+        out=out,
+        done=zeros,
         slot_s=zeros,
     )
 
@@ -204,8 +237,7 @@ def advance(run: NodeRun, t: int, offered: Array, limit: Array | None) -> Array:
     return _record(run, t, admitted, started, w50, w99)
 
 
-def _record(run: NodeRun, t: int, admitted: Array, started: Array, w50: Array,
-            w99: Array) -> Array:
+def _record(run: NodeRun, t: int, admitted: Array, started: Array, w50: Array, w99: Array) -> Array:
     """Write the tick's raw columns (every one, every tick); :func:`columns` derives the rest."""
     o = run.out
     o["admitted"][t] = admitted
@@ -264,6 +296,7 @@ class NodeLanes:
     @classmethod
     def of(cls, nodes: Sequence[NodeSpec], lanes: Sequence[int]) -> NodeLanes:
         """Config ``i``'s node ``nodes[i]`` repeated over its ``lanes[i]`` lanes."""
+
         def col(values: list[float]) -> Array:
             return np.repeat(np.array(values, dtype=np.float64), lanes)
 
@@ -293,8 +326,18 @@ def columns(run: NodeRun, part: slice, p: NodeLanes) -> dict[str, Array]:
     def copy(name: str) -> Array:
         return np.array(raw[name], dtype=np.float64) if name in raw else np.zeros(shape)
 
-    c = {name: copy(name) for name in ("offered", "admitted", "served", "backlog",
-                                       "dropped_aged", "slot_time_s", *WAITS)}
+    c = {
+        name: copy(name)
+        for name in (
+            "offered",
+            "admitted",
+            "served",
+            "backlog",
+            "dropped_aged",
+            "slot_time_s",
+            *WAITS,
+        )
+    }
     c["tokens_per_s"] = np.zeros(shape)
     pressure = copy("pressure")
     overflow = c["offered"] - c["admitted"]

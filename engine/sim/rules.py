@@ -90,8 +90,12 @@ def rolling_from(c: Array, window: int) -> Array:
     return out
 
 
-def latency(spec: SimSpec, flows: dict[str, dict[str, Array]], rates: Array,
-            lanes: dict[str, NodeLanes] | None = None) -> Latency:
+def latency(
+    spec: SimSpec,
+    flows: dict[str, dict[str, Array]],
+    rates: Array,
+    lanes: dict[str, NodeLanes] | None = None,
+) -> Latency:
     """Latency quantiles, TTFT and error budget for every node.
 
     Parameters
@@ -158,12 +162,14 @@ def latency(spec: SimSpec, flows: dict[str, dict[str, Array]], rates: Array,
         total = sum((flows[n.name]["lost"] for n in spec.nodes), np.zeros_like(rates))
         lost_cum = cumsum_ticks(total)
         total_left = _left(lost_cum, budget)
-    return Latency(rho, p50, p99, path, ttft, left, total_left, p99_r, path_r, ttft_r,
-                   util_cum, lost_cum)
+    return Latency(
+        rho, p50, p99, path, ttft, left, total_left, p99_r, path_r, ttft_r, util_cum, lost_cum
+    )
 
 
-def _own_quantiles(node: NodeSpec, f: dict[str, Array], w99: Array, rho: Array,
-                   p: NodeLanes) -> tuple[Array, Array]:
+def _own_quantiles(
+    node: NodeSpec, f: dict[str, Array], w99: Array, rho: Array, p: NodeLanes
+) -> tuple[Array, Array]:
     w50 = f["wait_p50_ticks"] * TICK_S
     if node.kind is NodeKind.LLM:
         return (w50 + f["slot_time_s"]) * 1000.0, (w99 + f["slot_time_s"]) * 1000.0
@@ -185,8 +191,9 @@ def _first(mask: Array) -> npt.NDArray[np.int64]:
     return np.where(hit, np.argmax(mask, axis=1), NEVER).astype(np.int64)
 
 
-def rule_ticks(spec: SimSpec, flows: dict[str, dict[str, Array]],
-               lat: Latency) -> dict[tuple[str, str], npt.NDArray[np.int64]]:
+def rule_ticks(
+    spec: SimSpec, flows: dict[str, dict[str, Array]], lat: Latency
+) -> dict[tuple[str, str], npt.NDArray[np.int64]]:
     """First tick each (rule, node) fails, per lane (``NEVER`` when it holds)."""
     r = spec.rules
     window = max(1, round(r.window_s / TICK_S))

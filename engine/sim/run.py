@@ -35,8 +35,16 @@ from backpressure.engine.sim.verdict import Fails, report, reports
 Array = npt.NDArray[np.float64]
 Levels = Sequence[float] | Array
 
-__all__ = ["Scratch", "SimResult", "block_groups", "shape_of", "simulate", "simulate_many",
-           "sweep", "tick_rows"]
+__all__ = [
+    "Scratch",
+    "SimResult",
+    "block_groups",
+    "shape_of",
+    "simulate",
+    "simulate_many",
+    "sweep",
+    "tick_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -72,8 +80,9 @@ class SimResult:
         """The verdict of one lane (equal to ``reports[lane]``)."""
         if "reports" in self.__dict__:
             return self.reports[lane]
-        return report(self.spec, lane, float(self.levels[lane]), self.flows, self.latency,
-                      self.fails)
+        return report(
+            self.spec, lane, float(self.levels[lane]), self.flows, self.latency, self.fails
+        )
 
 
 def simulate(spec: SimSpec, levels: Levels, rng: Mulberry32) -> SimResult:
@@ -106,9 +115,11 @@ def simulate(spec: SimSpec, levels: Levels, rng: Mulberry32) -> SimResult:
 MAX_LANES = 1024
 
 
-def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
-                  max_lanes: int = MAX_LANES, scratch: Scratch | None = None
-                  ) -> Iterator[SimResult]:
+def simulate_many(
+    runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
+    max_lanes: int = MAX_LANES,
+    scratch: Scratch | None = None,
+) -> Iterator[SimResult]:
     """Run several configs of one shape through shared tick loops; yield each result.
 
     Parameters
@@ -146,8 +157,9 @@ def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
     first = shape_of(runs[0][0])
     for spec, _, _ in runs[1:]:
         if shape_of(spec) != first:
-            raise ValueError(f"simulate_many: {spec.name!r} differs in shape from "
-                             f"{runs[0][0].name!r}")
+            raise ValueError(
+                f"simulate_many: {spec.name!r} differs in shape from {runs[0][0].name!r}"
+            )
     scratch = Scratch() if scratch is None else scratch
     group: list[tuple[SimSpec, Array, Mulberry32]] = []
     lanes = 0
@@ -168,8 +180,9 @@ def simulate_many(runs: Sequence[tuple[SimSpec, Levels, Mulberry32]],
 POST_LANE_TICKS = 256 * 1800
 
 
-def _simulate_group(runs: list[tuple[SimSpec, Array, Mulberry32]],
-                    scratch: Scratch) -> Iterator[SimResult]:
+def _simulate_group(
+    runs: list[tuple[SimSpec, Array, Mulberry32]], scratch: Scratch
+) -> Iterator[SimResult]:
     """One tick loop over every lane of ``runs``, then each config's result in turn."""
     ticks = runs[0][0].ticks
     lanes = [levels.size for _, levels, _ in runs]
@@ -178,39 +191,53 @@ def _simulate_group(runs: list[tuple[SimSpec, Array, Mulberry32]],
     start = 0
     for (spec, levels, rng), n in zip(runs, lanes, strict=True):
         rates.append(offered_rates(spec.source, levels, ticks, TICK_S, rng))
-        arrived[:, start:start + n] = arrivals(spec.source, rates[-1], TICK_S, rng).T
+        arrived[:, start : start + n] = arrivals(spec.source, rates[-1], TICK_S, rng).T
         start += n
     node_runs = run_lanes([spec for spec, _, _ in runs], lanes, arrived, scratch)
     post_lanes = max(1, POST_LANE_TICKS // ticks)
     first = 0
     while first < len(runs):
         last, total = first + 1, lanes[first]  # configs that share rules, up to post_lanes
-        while (last < len(runs) and total + lanes[last] <= post_lanes
-               and runs[last][0].rules == runs[first][0].rules):
+        while (
+            last < len(runs)
+            and total + lanes[last] <= post_lanes
+            and runs[last][0].rules == runs[first][0].rules
+        ):
             total += lanes[last]
             last += 1
         offset = sum(lanes[:first])
-        yield from _results(runs[first:last], rates[first:last], lanes[first:last], node_runs,
-                            slice(offset, offset + total))
+        yield from _results(
+            runs[first:last],
+            rates[first:last],
+            lanes[first:last],
+            node_runs,
+            slice(offset, offset + total),
+        )
         first = last
 
 
-def _results(runs: list[tuple[SimSpec, Array, Mulberry32]], rates: list[Array],
-             lanes: list[int], node_runs: dict[str, NodeRun],
-             part: slice) -> Iterator[SimResult]:
+def _results(
+    runs: list[tuple[SimSpec, Array, Mulberry32]],
+    rates: list[Array],
+    lanes: list[int],
+    node_runs: dict[str, NodeRun],
+    part: slice,
+) -> Iterator[SimResult]:
     """Derive latency and verdicts for a block of configs at once, then split it per config.
 
     The block's lanes are ``part`` of the tick loop; the configs share rules. Each
     config's result holds ``(lanes, ticks)`` views of the block's arrays.
     """
     spec = runs[0][0]
-    nodes = {n.name: NodeLanes.of([s.nodes[i] for s, _, _ in runs], lanes)
-             for i, n in enumerate(spec.nodes)}
+    nodes = {
+        n.name: NodeLanes.of([s.nodes[i] for s, _, _ in runs], lanes)
+        for i, n in enumerate(spec.nodes)
+    }
     flows = {name: columns(node_runs[name], part, p) for name, p in nodes.items()}
     block_rates = np.empty((rates[0].shape[1], sum(lanes))).T  # time-major, as the flows
     start = 0
     for r, n in zip(rates, lanes, strict=True):
-        block_rates[start:start + n] = r
+        block_rates[start : start + n] = r
         start += n
     lat = latency(spec, flows, block_rates, nodes)
     fails = rule_ticks(spec, flows, lat)
@@ -219,7 +246,9 @@ def _results(runs: list[tuple[SimSpec, Array, Mulberry32]], rates: list[Array],
         one = slice(start, start + n)
         start += n
         yield SimResult(
-            config, levels, block_rates[one],
+            config,
+            levels,
+            block_rates[one],
             {name: {col: a[one] for col, a in f.items()} for name, f in flows.items()},
             Latency(*(_lanes_of(getattr(lat, f.name), one) for f in fields(Latency))),
             {key: ticks[one] for key, ticks in fails.items()},
@@ -235,11 +264,23 @@ def _lanes_of(value: dict[str, Array] | Array, one: slice) -> dict[str, Array] |
 
 def shape_of(spec: SimSpec) -> tuple[object, ...]:
     """What configs sharing one tick loop must agree on: the graph and its timing."""
-    return (spec.ticks, tuple(
-        (n.name, n.parent, n.kind, n.discipline, n.max_depth > 0, n.max_age_s, n.lifo,
-         n.lifo_after_s, n.llm is None)
-        for n in spec.nodes
-    ))
+    return (
+        spec.ticks,
+        tuple(
+            (
+                n.name,
+                n.parent,
+                n.kind,
+                n.discipline,
+                n.max_depth > 0,
+                n.max_age_s,
+                n.lifo,
+                n.lifo_after_s,
+                n.llm is None,
+            )
+            for n in spec.nodes
+        ),
+    )
 
 
 def sweep(spec: SimSpec, levels: Sequence[float], rng: Mulberry32) -> SweepReport:
@@ -264,30 +305,35 @@ def sweep(spec: SimSpec, levels: Sequence[float], rng: Mulberry32) -> SweepRepor
     broken = next((p for p in points if not p.passed), None)
     if broken is None:
         return SweepReport(None, points[-1].bottleneck, None, None, points)
-    return SweepReport(broken.rps, broken.bottleneck, broken.failing_node, broken.failing_rule,
-                       points)
+    return SweepReport(
+        broken.rps, broken.bottleneck, broken.failing_node, broken.failing_rule, points
+    )
 
 
 def tick_rows(result: SimResult, lane: int = 0) -> list[TickRow]:
     """Every node's record for every tick of one lane, tick-major, nodes in order."""
-    cols = {
-        n.name: (result.flows[n.name], result.latency, n.name) for n in result.spec.nodes
-    }
+    cols = {n.name: (result.flows[n.name], result.latency, n.name) for n in result.spec.nodes}
     rows = []
     ticks = result.rates.shape[1]
     for t in range(ticks):
         for name, (f, lat, _) in cols.items():
-            rows.append(TickRow(
-                node=name, tick=t,
-                offered=float(f["offered"][lane, t]), admitted=float(f["admitted"][lane, t]),
-                served=float(f["served"][lane, t]), backlog=float(f["backlog"][lane, t]),
-                dropped_shed=float(f["dropped_shed"][lane, t]),
-                dropped_aged=float(f["dropped_aged"][lane, t]),
-                refused_block=float(f["refused_block"][lane, t]),
-                utilization=float(f["utilization"][lane, t]),
-                p50_ms=float(lat.p50_ms[name][lane, t]), p99_ms=float(lat.p99_ms[name][lane, t]),
-                ttft_ms=float(lat.ttft_ms[name][lane, t]),
-                tokens_per_s=float(f["tokens_per_s"][lane, t]),
-                error_budget_left=float(lat.budget_left[name][lane, t]),
-            ))
+            rows.append(
+                TickRow(
+                    node=name,
+                    tick=t,
+                    offered=float(f["offered"][lane, t]),
+                    admitted=float(f["admitted"][lane, t]),
+                    served=float(f["served"][lane, t]),
+                    backlog=float(f["backlog"][lane, t]),
+                    dropped_shed=float(f["dropped_shed"][lane, t]),
+                    dropped_aged=float(f["dropped_aged"][lane, t]),
+                    refused_block=float(f["refused_block"][lane, t]),
+                    utilization=float(f["utilization"][lane, t]),
+                    p50_ms=float(lat.p50_ms[name][lane, t]),
+                    p99_ms=float(lat.p99_ms[name][lane, t]),
+                    ttft_ms=float(lat.ttft_ms[name][lane, t]),
+                    tokens_per_s=float(f["tokens_per_s"][lane, t]),
+                    error_budget_left=float(lat.budget_left[name][lane, t]),
+                )
+            )
     return rows

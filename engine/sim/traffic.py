@@ -128,8 +128,9 @@ def cascade(ticks: int, bias: float, rng: Mulberry32) -> Array:
     return mult * (ticks / np.cumsum(mult)[-1])
 
 
-def offered_rates(spec: SourceSpec, levels: Array, ticks: int, tick_s: float,
-                  rng: Mulberry32) -> Array:
+def offered_rates(
+    spec: SourceSpec, levels: Array, ticks: int, tick_s: float, rng: Mulberry32
+) -> Array:
     """Offered rate per lane and tick [requests/s], shape ``(lanes, ticks)``."""
     profile = shape_profile(spec, ticks, tick_s, rng)
     return np.asarray(levels, np.float64)[:, None] * profile[None, :]

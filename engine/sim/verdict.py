@@ -21,15 +21,23 @@ Array = npt.NDArray[np.float64]
 Fails = dict[tuple[str, str], npt.NDArray[np.int64]]
 
 
-def reports(spec: SimSpec, levels: Array, flows: dict[str, dict[str, Array]], lat: Latency,
-            fails: Fails) -> tuple[RunReport, ...]:
+def reports(
+    spec: SimSpec, levels: Array, flows: dict[str, dict[str, Array]], lat: Latency, fails: Fails
+) -> tuple[RunReport, ...]:
     """One :class:`RunReport` per lane."""
-    return tuple(report(spec, lane, float(levels[lane]), flows, lat, fails)
-                 for lane in range(len(levels)))
+    return tuple(
+        report(spec, lane, float(levels[lane]), flows, lat, fails) for lane in range(len(levels))
+    )
 
 
-def report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Array]],
-           lat: Latency, fails: Fails) -> RunReport:
+def report(
+    spec: SimSpec,
+    lane: int,
+    rps: float,
+    flows: dict[str, dict[str, Array]],
+    lat: Latency,
+    fails: Fails,
+) -> RunReport:
     """The :class:`RunReport` of one lane, run at ``rps``.
 
     The rolling means it judges are the lane's rows of those in ``lat``; each row
@@ -46,11 +54,19 @@ def report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Arra
     return _report(spec, lane, rps, flows, lat, fails, rolled)
 
 
-def _report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Array]],
-            lat: Latency, fails: Fails, rolled: dict[str, dict[str, Array]]) -> RunReport:
+def _report(
+    spec: SimSpec,
+    lane: int,
+    rps: float,
+    flows: dict[str, dict[str, Array]],
+    lat: Latency,
+    fails: Fails,
+    rolled: dict[str, dict[str, Array]],
+) -> RunReport:
     nodes = tuple(_summary(n, lane, flows[n.name], lat, rolled) for n in spec.nodes)
-    servers = [n.name for n in spec.nodes
-               if n.kind is NodeKind.SERVER and not spec.children(n.name)]
+    servers = [
+        n.name for n in spec.nodes if n.kind is NodeKind.SERVER and not spec.children(n.name)
+    ]
     llms = [n.name for n in spec.nodes if n.kind is NodeKind.LLM]
     worst_p99 = max((float(rolled["path"][n].max()) for n in servers), default=0.0)
     worst_ttft = max((float(rolled["ttft"][n].max()) for n in llms), default=0.0)
@@ -65,16 +81,22 @@ def _report(spec: SimSpec, lane: int, rps: float, flows: dict[str, dict[str, Arr
     summary = next(s for s in nodes if s.node == blamed)
     detail = {"ttft": worst_ttft, "p99": worst_p99}.get(rule, 0.0)
     line = _fail_line(spec, _spec(spec, blamed), rps, rule, summary, detail, tick, flows, lane)
-    return RunReport(rps, False, rule, blamed, round(tick * TICK_S, 6), line, worst_p99,
-                     worst_ttft, left, nodes)
+    return RunReport(
+        rps, False, rule, blamed, round(tick * TICK_S, 6), line, worst_p99, worst_ttft, left, nodes
+    )
 
 
 def _spec(spec: SimSpec, name: str) -> NodeSpec:
     return next(n for n in spec.nodes if n.name == name)
 
 
-def _summary(node: NodeSpec, lane: int, f: dict[str, Array], lat: Latency,
-             rolled: dict[str, dict[str, Array]]) -> NodeSummary:
+def _summary(
+    node: NodeSpec,
+    lane: int,
+    f: dict[str, Array],
+    lat: Latency,
+    rolled: dict[str, dict[str, Array]],
+) -> NodeSummary:
     def total(col: str) -> float:
         return float(np.cumsum(f[col][lane])[-1])
 
@@ -85,8 +107,10 @@ def _summary(node: NodeSpec, lane: int, f: dict[str, Array], lat: Latency,
         max_backlog=float(f["backlog"][lane].max()),
         worst_p99_ms=float(rolled["p99"][node.name].max()),
         worst_ttft_ms=float(rolled["ttft"][node.name].max()),
-        offered=total("offered"), served=total("served"),
-        dropped_shed=total("dropped_shed"), dropped_aged=total("dropped_aged"),
+        offered=total("offered"),
+        served=total("served"),
+        dropped_shed=total("dropped_shed"),
+        dropped_aged=total("dropped_aged"),
         refused_block=total("refused_block"),
         error_budget_left=float(lat.budget_left[node.name][lane, -1]),
     )
@@ -98,7 +122,8 @@ def _earliest(spec: SimSpec, lane: int, fails: Fails) -> tuple[int, str, str] | 
     order[ANY_NODE] = -1
     hits = [
         (int(ticks[lane]), RULES.index(rule), order[node], rule, node)
-        for (rule, node), ticks in fails.items() if ticks[lane] != NEVER
+        for (rule, node), ticks in fails.items()
+        if ticks[lane] != NEVER
     ]
     if not hits:
         return None
@@ -106,16 +131,24 @@ def _earliest(spec: SimSpec, lane: int, fails: Fails) -> tuple[int, str, str] | 
     return tick, rule, node
 
 
-def _blame(spec: SimSpec, lane: int, tick: int, rule: str, node: str,
-           flows: dict[str, dict[str, Array]], lat: Latency) -> str:
+def _blame(
+    spec: SimSpec,
+    lane: int,
+    tick: int,
+    rule: str,
+    node: str,
+    flows: dict[str, dict[str, Array]],
+    lat: Latency,
+) -> str:
     """The node to name: the busiest one among those that could have caused it.
 
     Latency: the failing path. Error budget: the node that lost most work and
     everything below it (a blocking node makes the one above it drop). Soak: itself.
     """
     if rule == "error_budget":
-        node = max(spec.nodes,
-                   key=lambda n: float(np.cumsum(flows[n.name]["lost"][lane])[tick])).name
+        node = max(
+            spec.nodes, key=lambda n: float(np.cumsum(flows[n.name]["lost"][lane])[tick])
+        ).name
         candidates = descendants(spec, node)
     elif rule == "soak":
         return node
@@ -146,8 +179,17 @@ def _state(node: NodeSpec, util: float) -> str:
     return f"{node.resource} {util * 100:.0f} % busy"
 
 
-def _fail_line(spec: SimSpec, node: NodeSpec, rps: float, rule: str, s: NodeSummary,
-               detail: float, tick: int, flows: dict[str, dict[str, Array]], lane: int) -> str:
+def _fail_line(
+    spec: SimSpec,
+    node: NodeSpec,
+    rps: float,
+    rule: str,
+    s: NodeSummary,
+    detail: float,
+    tick: int,
+    flows: dict[str, dict[str, Array]],
+    lane: int,
+) -> str:
     head = f"{node.name}: {_state(node, s.peak_utilization)} at {fmt_rps(rps)} rps"
     r = spec.rules
     if rule == "ttft":
@@ -159,18 +201,23 @@ def _fail_line(spec: SimSpec, node: NodeSpec, rps: float, rule: str, s: NodeSumm
         util = flows[node.name]["utilization"][lane, tick - window + 1 : tick + 1]
         mean = float(np.cumsum(util)[-1])
         busy = "full" if node.llm is not None else "busy"
-        return (f"{node.name}: {node.resource} {100 * mean / window:.0f} % {busy} for "
-                f"{r.soak_s / 60:g} min at {fmt_rps(rps)} rps; soak limit "
-                f"{r.soak_utilization * 100:.0f} %")
+        return (
+            f"{node.name}: {node.resource} {100 * mean / window:.0f} % {busy} for "
+            f"{r.soak_s / 60:g} min at {fmt_rps(rps)} rps; soak limit "
+            f"{r.soak_utilization * 100:.0f} %"
+        )
     offered = float(np.cumsum(flows[spec.nodes[0].name]["offered"][lane])[-1])
     lost = sum(float(np.cumsum(flows[n.name]["lost"][lane])[-1]) for n in spec.nodes)
     share = 100 * lost / offered if offered > 0 else 0.0
-    return (f"{head}; {share:.1f} % of requests lost, error budget "
-            f"({100 * (1 - r.availability):g} %) spent at {tick * TICK_S:.1f} s")
+    return (
+        f"{head}; {share:.1f} % of requests lost, error budget "
+        f"({100 * (1 - r.availability):g} %) spent at {tick * TICK_S:.1f} s"
+    )
 
 
-def _pass_line(spec: SimSpec, node: NodeSpec, rps: float, s: NodeSummary,
-               worst_p99: float, worst_ttft: float) -> str:
+def _pass_line(
+    spec: SimSpec, node: NodeSpec, rps: float, s: NodeSummary, worst_p99: float, worst_ttft: float
+) -> str:
     head = f"{node.name}: {_state(node, s.peak_utilization)} at {fmt_rps(rps)} rps; holds"
     r = spec.rules
     parts = []

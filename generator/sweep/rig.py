@@ -133,7 +133,10 @@ def rig(cap: CapacityResult, s: LoadSettings, name: str, duration_s: float) -> S
         soak_s=s.soak_s,
     )
     return SimSpec(
-        name=name, source=SourceSpec(), nodes=(node,), rules=rules,
+        name=name,
+        source=SourceSpec(),
+        nodes=(node,),
+        rules=rules,
         duration_s=duration_s,
     )
 
@@ -144,8 +147,9 @@ def grid(saturation: float, s: LoadSettings) -> Array:
     return np.array([sig(saturation * f) for f in fractions])
 
 
-def _curves(cid: str, levels: Array, res: SimResult, breaking_lane: int | None,
-            offered: Array, lost: Array) -> Curves:
+def _curves(
+    cid: str, levels: Array, res: SimResult, breaking_lane: int | None, offered: Array, lost: Array
+) -> Curves:
     """Chart series of one config; ``offered`` and ``lost`` are its per-lane totals."""
     f = res.flows[NODE]
     lat = res.latency
@@ -209,9 +213,11 @@ def load_sweep_many(
         by_length.setdefault(run_seconds(services[i], s), []).append(i)
     for seconds, group in sorted(by_length.items()):
         runs = [
-            (rig(caps[i], s, ids[i], seconds),
-             grid(caps[i].effective_concurrency / services[i], s),
-             mulberry32(seed_for(ids[i], s.seed)))
+            (
+                rig(caps[i], s, ids[i], seconds),
+                grid(caps[i].effective_concurrency / services[i], s),
+                mulberry32(seed_for(ids[i], s.seed)),
+            )
             for i in group
         ]
         # Longer runs, fewer lanes per loop: the records stay the size of a default run's.
@@ -225,8 +231,9 @@ def _reduce(
     cap: CapacityResult, s: LoadSettings, cid: str, service: float, res: SimResult
 ) -> tuple[BreakPoints, Curves]:
     """One config's simulation reduced to its breaking points and curves."""
-    red = reduce(res, service, cap.effective_concurrency, s.p99_slo_ms, s.ttft_budget_ms,
-                 s.soak_utilization)
+    red = reduce(
+        res, service, cap.effective_concurrency, s.p99_slo_ms, s.ttft_budget_ms, s.soak_utilization
+    )
     return red.points, _curves(cid, res.levels, res, red.breaking_lane, red.offered, red.lost)
 
 
@@ -237,8 +244,13 @@ def break_fields(points: BreakPoints, band_pct: int) -> dict[str, Any]:
         "soak_ok_at_85": points.soak_ok_at_85,
         "bottleneck": points.bottleneck,
     }
-    for name in ("saturation_rps", "shed_onset_rps", "p99_break_rps", "ttft_break_rps",
-                 "soak_break_rps"):
+    for name in (
+        "saturation_rps",
+        "shed_onset_rps",
+        "p99_break_rps",
+        "ttft_break_rps",
+        "soak_break_rps",
+    ):
         value = getattr(points, name)
         out[name] = value
         out[f"{name}_low"] = sig(value * (1 - band_pct / 100)) if value is not None else None

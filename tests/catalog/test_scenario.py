@@ -65,7 +65,8 @@ def test_nodes_come_out_in_topological_order(tmp_path):
     app = "  - {name: app, part: app-tier}\n"
     text = GOOD.replace(app, "") + app
     text = text.replace("sweep: {start_rps: 100, step_rps: 100}\n", "") + (
-        "sweep: {start_rps: 100, step_rps: 100}\n")
+        "sweep: {start_rps: 100, step_rps: 100}\n"
+    )
     loaded = load_scenario(write(tmp_path, text))
     assert [n.name for n, _ in loaded.nodes] == ["app", "db"]
 
@@ -76,22 +77,41 @@ def test_malformed_yaml(tmp_path):
     assert p.file.endswith("s.yaml")
 
 
-@pytest.mark.parametrize(("edit", "entry", "field", "words"), [
-    (("duration_s: 60", "duration_s: 60\ncolour: red"), "s", "colour", "Extra inputs"),
-    (("part: postgres", "part: mysql"), "db", "part", "unknown part"),
-    (("after: app}", "after: web}"), "db", "nodes.1.after", "unknown node"),
-    (("after: app}", "after: app, pool_sise: 3}"), "db", "pool_sise", "unknown field"),
-    (("after: app}", "after: app, pool_size: -3}"), "db", "pool_size", "greater than 0"),
-    (("load: {rps: 100}", "load: {rps: -1}"), "s", "load.rps", "greater than 0"),
-    (("duration_s: 60", "duration_s: 60\nslo: {availability: 1.5}"), "s", "slo.availability",
-     "less than 1"),
-    (("after: app}", "after: app, discipline: buffer, max_depth: 0}"), "db", "discipline",
-     "max_depth"),
-    (("{name: app, part: app-tier}", "{name: app, part: app-tier, after: db}"), "app", "after",
-     "cycle: app -> db -> app"),
-    (("name: app, part: app-tier", "name: load, part: app-tier"), "load", "nodes.0.name",
-     "source"),
-])
+@pytest.mark.parametrize(
+    ("edit", "entry", "field", "words"),
+    [
+        (("duration_s: 60", "duration_s: 60\ncolour: red"), "s", "colour", "Extra inputs"),
+        (("part: postgres", "part: mysql"), "db", "part", "unknown part"),
+        (("after: app}", "after: web}"), "db", "nodes.1.after", "unknown node"),
+        (("after: app}", "after: app, pool_sise: 3}"), "db", "pool_sise", "unknown field"),
+        (("after: app}", "after: app, pool_size: -3}"), "db", "pool_size", "greater than 0"),
+        (("load: {rps: 100}", "load: {rps: -1}"), "s", "load.rps", "greater than 0"),
+        (
+            ("duration_s: 60", "duration_s: 60\nslo: {availability: 1.5}"),
+            "s",
+            "slo.availability",
+            "less than 1",
+        ),
+        (
+            ("after: app}", "after: app, discipline: buffer, max_depth: 0}"),
+            "db",
+            "discipline",
+            "max_depth",
+        ),
+        (
+            ("{name: app, part: app-tier}", "{name: app, part: app-tier, after: db}"),
+            "app",
+            "after",
+            "cycle: app -> db -> app",
+        ),
+        (
+            ("name: app, part: app-tier", "name: load, part: app-tier"),
+            "load",
+            "nodes.0.name",
+            "source",
+        ),
+    ],
+)
 def test_bad_input_names_file_entry_and_field(tmp_path, edit, entry, field, words):
     path = write(tmp_path, GOOD.replace(*edit))
     found = problems(path)
@@ -100,9 +120,10 @@ def test_bad_input_names_file_entry_and_field(tmp_path, edit, entry, field, word
 
 
 def test_llm_nodes_must_be_resolvable_and_be_leaves(tmp_path):
-    text = GOOD.replace("{name: db, part: postgres, after: app}",
-                        "{name: m, part: llm-server, after: app}\n"
-                        "  - {name: db, part: postgres, after: m}")
+    text = GOOD.replace(
+        "{name: db, part: postgres, after: app}",
+        "{name: m, part: llm-server, after: app}\n  - {name: db, part: postgres, after: m}",
+    )
     found = problems(write(tmp_path, text))
     fields = {(p.entry, p.field) for p in found}
     want = {("m", "gpu"), ("m", "quant"), ("m", "context"), ("m", "model"), ("m", "after")}
@@ -110,14 +131,18 @@ def test_llm_nodes_must_be_resolvable_and_be_leaves(tmp_path):
 
 
 def test_explicit_llm_capacity_needs_all_five_numbers(tmp_path):
-    text = GOOD.replace("{name: db, part: postgres, after: app}",
-                        "{name: m, part: llm-server, after: app, slots: 18}")
+    text = GOOD.replace(
+        "{name: db, part: postgres, after: app}",
+        "{name: m, part: llm-server, after: app, slots: 18}",
+    )
     (p,) = problems(write(tmp_path, text))
     assert (p.entry, p.field) == ("m", "slots")
-    full = GOOD.replace("{name: db, part: postgres, after: app}",
-                        "{name: m, part: llm-server, after: app, slots: 18, "
-                        "prefill_tokens_per_s: 5000, step_fixed_s: 0.008, "
-                        "step_per_kv_token_s: 1.0e-7, step_compute_per_seq_s: 0.0004}")
+    full = GOOD.replace(
+        "{name: db, part: postgres, after: app}",
+        "{name: m, part: llm-server, after: app, slots: 18, "
+        "prefill_tokens_per_s: 5000, step_fixed_s: 0.008, "
+        "step_per_kv_token_s: 1.0e-7, step_compute_per_seq_s: 0.0004}",
+    )
     loaded = load_scenario(write(tmp_path, full, "t"))
     part = loaded.nodes[1][1]
     assert isinstance(part, LlmPart)

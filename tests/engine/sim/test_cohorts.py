@@ -25,8 +25,11 @@ def _brute(cohorts, amount, lifo, p):
     return taken[int(np.ceil(p * amount)) - 1]
 
 
-@given(st.dictionaries(st.integers(0, 30), st.integers(1, 20), min_size=1, max_size=8),
-       st.booleans(), st.data())
+@given(
+    st.dictionaries(st.integers(0, 30), st.integers(1, 20), min_size=1, max_size=8),
+    st.booleans(),
+    st.data(),
+)
 def test_served_quantiles_match_brute_force(cohorts, lifo, data):
     total = sum(cohorts.values())
     amount = data.draw(st.integers(1, total))
@@ -92,9 +95,12 @@ class _Reference:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5), st.booleans()), min_size=1,
-                max_size=60),
-       st.integers(1, 12))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(0, 5), st.booleans()), min_size=1, max_size=60
+    ),
+    st.integers(1, 12),
+)
 def test_a_run_of_ticks_matches_the_reference_queue(steps, max_age):
     # Each step: a tick's arrivals, what the server can take, and FIFO or LIFO.
     # Whole requests keep the float arithmetic exact, so everything compares equal.

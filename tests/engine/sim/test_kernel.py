@@ -30,16 +30,32 @@ def _numpy_only(monkeypatch):
         monkeypatch.setattr(module, "COMPILED", False)
 
 
-def _rig(slots, depth_per_slot, max_age_s, lifo, output_tokens=128, duration_s=40.0,
-         bursty=False):
-    llm = LlmSpec(slots=slots, prefill_tokens_per_s=4000.0, step_fixed_s=0.01,
-                  step_per_kv_token_s=2e-7, step_compute_per_seq_s=0.0005,
-                  prompt_tokens=600, output_tokens=output_tokens)
-    node = replace(llm_node("llm", llm=llm), discipline=Discipline.BUFFER,
-                   max_depth=depth_per_slot * slots, max_age_s=max_age_s, lifo=lifo)
+def _rig(slots, depth_per_slot, max_age_s, lifo, output_tokens=128, duration_s=40.0, bursty=False):
+    llm = LlmSpec(
+        slots=slots,
+        prefill_tokens_per_s=4000.0,
+        step_fixed_s=0.01,
+        step_per_kv_token_s=2e-7,
+        step_compute_per_seq_s=0.0005,
+        prompt_tokens=600,
+        output_tokens=output_tokens,
+    )
+    node = replace(
+        llm_node("llm", llm=llm),
+        discipline=Discipline.BUFFER,
+        max_depth=depth_per_slot * slots,
+        max_age_s=max_age_s,
+        lifo=lifo,
+    )
     shape = {"shape": Shape.BURSTY} if bursty else {}
-    return scenario([node], 1.0, duration_s=duration_s, arrivals=Arrivals.POISSON,
-                    rules=Rules(p99_slo_ms=2000.0), **shape)
+    return scenario(
+        [node],
+        1.0,
+        duration_s=duration_s,
+        arrivals=Arrivals.POISSON,
+        rules=Rules(p99_slo_ms=2000.0),
+        **shape,
+    )
 
 
 def _levels(spec):
@@ -48,13 +64,16 @@ def _levels(spec):
     return list(np.geomspace(0.1, 4.0, 24) * saturation)
 
 
-@pytest.mark.parametrize("rig", [
-    _rig(16, 8.0, 6.0, True),  # the sweep's shape: buffer, max age, adaptive LIFO
-    _rig(16, 8.0, 6.0, False),  # FIFO throughout
-    _rig(3, 2.0, None, True),  # no max age, a short queue
-    _rig(64, 8.0, 2.0, True, output_tokens=32, bursty=True),  # many small cohorts
-    _rig(1, 30.0, 10.0, False, output_tokens=512),  # one slow slot, a long walk
-])
+@pytest.mark.parametrize(
+    "rig",
+    [
+        _rig(16, 8.0, 6.0, True),  # the sweep's shape: buffer, max age, adaptive LIFO
+        _rig(16, 8.0, 6.0, False),  # FIFO throughout
+        _rig(3, 2.0, None, True),  # no max age, a short queue
+        _rig(64, 8.0, 2.0, True, output_tokens=32, bursty=True),  # many small cohorts
+        _rig(1, 30.0, 10.0, False, output_tokens=512),  # one slow slot, a long walk
+    ],
+)
 def test_compiled_tick_loop_equals_the_numpy_loop(rig, monkeypatch):
     levels = _levels(rig)
     compiled = simulate(rig, levels, mulberry32(7))
@@ -66,9 +85,13 @@ def test_compiled_tick_loop_equals_the_numpy_loop(rig, monkeypatch):
 
 
 @settings(max_examples=25, deadline=None)
-@given(slots=st.integers(1, 40), depth=st.sampled_from([0.5, 2.0, 8.0]),
-       age=st.sampled_from([None, 1.0, 5.0]), lifo=st.booleans(),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    slots=st.integers(1, 40),
+    depth=st.sampled_from([0.5, 2.0, 8.0]),
+    age=st.sampled_from([None, 1.0, 5.0]),
+    lifo=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_compiled_loop_equals_numpy_for_any_rig(slots, depth, age, lifo, seed):
     rig = _rig(slots, depth, age, lifo, duration_s=15.0)
     levels = _levels(rig)

@@ -56,8 +56,9 @@ def test_work_older_than_max_age_is_dropped_and_never_served_late():
 def _chain(back_discipline):
     front = server("front", rps=1000.0, discipline=BUF, depth=5000, max_age_s=30)
     depth = 0.0 if back_discipline is Discipline.SHED else 200.0
-    back = server("back", parent="front", rps=100.0, discipline=back_discipline, depth=depth,
-                  max_age_s=5.0)
+    back = server(
+        "back", parent="front", rps=100.0, discipline=back_discipline, depth=depth, max_age_s=5.0
+    )
     return run(scenario([front, back], 200.0, duration_s=60.0))
 
 
@@ -74,8 +75,7 @@ def test_shed_buffer_and_block_differ_on_the_same_overload():
     assert total(block, "back", "dropped_shed") == 0.0
     # Both run saturated (same M/M/1 term); buffer adds up to 2 s of explicit wait.
     assert col(shed, "back", "wait_p99_ticks").max() == 0.0
-    assert (buffer.latency.p99_ms["back"].max()
-            > shed.latency.p99_ms["back"].max() + 1500.0)
+    assert buffer.latency.p99_ms["back"].max() > shed.latency.p99_ms["back"].max() + 1500.0
     # block refuses at intake and the pressure shows up upstream: the front node's
     # queue fills and it sheds by its own rule once full.
     assert total(block, "back", "refused_block") > 0.0
@@ -109,8 +109,9 @@ def test_adaptive_lifo_serves_more_within_deadline_than_fifo_at_double_load():
 def _soak(minutes):
     node = server("app", rps=100.0)
     rules = Rules(p99_slo_ms=None)
-    spec = scenario([node], 85.0, duration_s=300.0, rules=rules, shape=Shape.STEP,
-                    until_s=60.0 * minutes)
+    spec = scenario(
+        [node], 85.0, duration_s=300.0, rules=rules, shape=Shape.STEP, until_s=60.0 * minutes
+    )
     return run(spec).reports[0]
 
 
@@ -128,8 +129,13 @@ def test_audit_case_healthy_completion_rate_but_slots_drop_users():
     # waiting line as deep as the slots (what an inference server keeps).
     node = llm_node("llm")
     node = replace(node, discipline=BUF, max_depth=18.0, max_age_s=10.0)
-    spec = scenario([node], 5000 / 555.6, duration_s=300.0, arrivals=Arrivals.POISSON,
-                    rules=Rules(p99_slo_ms=None))
+    spec = scenario(
+        [node],
+        5000 / 555.6,
+        duration_s=300.0,
+        arrivals=Arrivals.POISSON,
+        rules=Rules(p99_slo_ms=None),
+    )
     r = run(spec)
     llm = node.llm
     # The old view: completions per second over the completion rate the GPU could
@@ -170,8 +176,15 @@ def test_ttft_adds_the_upstream_queue_wait_and_breaks_the_budget():
 
 def test_error_budget_counts_requests_lost_anywhere():
     node = server("app", rps=100.0)
-    r = run(scenario([node], 100.2, duration_s=60.0, arrivals=Arrivals.POISSON,
-                     rules=Rules(p99_slo_ms=None, availability=0.999)))
+    r = run(
+        scenario(
+            [node],
+            100.2,
+            duration_s=60.0,
+            arrivals=Arrivals.POISSON,
+            rules=Rules(p99_slo_ms=None, availability=0.999),
+        )
+    )
     lost = col(r, "app", "dropped_shed")
     budget = 0.001 * 100.2 * 60.0
     left = r.latency.total_budget_left[0]
@@ -183,8 +196,12 @@ def test_error_budget_counts_requests_lost_anywhere():
 
 
 def test_same_seed_same_bits_other_seed_other_bits():
-    spec = scenario([server("app", rps=150.0, discipline=BUF, depth=500, max_age_s=2)], 140.0,
-                    arrivals=Arrivals.POISSON, shape=Shape.BURSTY)
+    spec = scenario(
+        [server("app", rps=150.0, discipline=BUF, depth=500, max_age_s=2)],
+        140.0,
+        arrivals=Arrivals.POISSON,
+        shape=Shape.BURSTY,
+    )
     a, b, c = run(spec, seed=3), run(spec, seed=3), run(spec, seed=4)
     for name in a.flows["app"]:
         assert np.array_equal(a.flows["app"][name], b.flows["app"][name])
@@ -199,8 +216,14 @@ def test_a_sweep_as_one_array_call_equals_the_scalar_loop():
         server("queue", parent="app", rps=1000.0, discipline=BUF, depth=300, max_age_s=20),
         llm_node("llm", parent="queue", discipline=BLOCK),
     ]
-    spec = scenario(nodes, 100.0, duration_s=40.0, arrivals=Arrivals.POISSON, shape=Shape.BURSTY,
-                    rules=Rules(p99_slo_ms=400.0))
+    spec = scenario(
+        nodes,
+        100.0,
+        duration_s=40.0,
+        arrivals=Arrivals.POISSON,
+        shape=Shape.BURSTY,
+        rules=Rules(p99_slo_ms=400.0),
+    )
     levels = [2.0, 150.0, 290.0, 350.0, 600.0]
     together = simulate(spec, levels, mulberry32(9))
     for lane, level in enumerate(levels):
@@ -208,8 +231,9 @@ def test_a_sweep_as_one_array_call_equals_the_scalar_loop():
         for node in together.flows:
             for name, values in together.flows[node].items():
                 assert np.array_equal(values[lane], alone.flows[node][name][0]), (level, node, name)
-            assert np.array_equal(together.latency.ttft_ms[node][lane],
-                                  alone.latency.ttft_ms[node][0])
+            assert np.array_equal(
+                together.latency.ttft_ms[node][lane], alone.latency.ttft_ms[node][0]
+            )
         assert together.reports[lane] == alone.reports[0]
     report = sweep(spec, levels, mulberry32(9))
     assert report.points == together.reports
@@ -217,13 +241,24 @@ def test_a_sweep_as_one_array_call_equals_the_scalar_loop():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from(list(Discipline)), st.floats(10.0, 400.0), st.booleans(),
-       st.integers(0, 2**32 - 1))
+@given(
+    st.sampled_from(list(Discipline)),
+    st.floats(10.0, 400.0),
+    st.booleans(),
+    st.integers(0, 2**32 - 1),
+)
 def test_every_request_is_accounted_for(discipline, rps, lifo, seed):
     depth = 0.0 if discipline is Discipline.SHED else 300.0
     front = server("front", rps=250.0, discipline=BUF, depth=500, max_age_s=3.0, lifo=lifo)
-    back = server("back", parent="front", rps=120.0, discipline=discipline, depth=depth,
-                  max_age_s=2.0, lifo=lifo)
+    back = server(
+        "back",
+        parent="front",
+        rps=120.0,
+        discipline=discipline,
+        depth=depth,
+        max_age_s=2.0,
+        lifo=lifo,
+    )
     r = run(scenario([front, back], rps, duration_s=20.0, arrivals=Arrivals.POISSON), seed=seed)
     for node in ("front", "back"):
         f = r.flows[node]
@@ -231,7 +266,8 @@ def test_every_request_is_accounted_for(discipline, rps, lifo, seed):
         if discipline is not Discipline.BLOCK or node == "front":
             assert intake.sum() == pytest.approx(f["dropped_shed"].sum(), abs=1e-6)
         assert f["admitted"].sum() == pytest.approx(
-            f["served"].sum() + f["dropped_aged"].sum() + f["backlog"][0, -1], abs=1e-6)
+            f["served"].sum() + f["dropped_aged"].sum() + f["backlog"][0, -1], abs=1e-6
+        )
         assert np.all(f["utilization"] <= 1.0 + 1e-12)
         assert np.all(f["backlog"] <= (500.0 if node == "front" else depth) + 1e-9)
     assert np.array_equal(r.flows["back"]["offered"], r.flows["front"]["served"])
@@ -259,19 +295,31 @@ def _assert_same_result(got, want):
 def _llm_rigs():
     """Structurally identical load -> LLM rigs with different numbers, sources and rules."""
     rigs = []
-    for i, (slots, prefill, fixed, kv, comp) in enumerate([
-        (18, 5000.0, 0.008, 1e-7, 0.000403), (4, 900.0, 0.03, 4e-7, 0.002),
-        (64, 12000.0, 0.005, 3e-8, 0.0001), (1, 300.0, 0.05, 1e-6, 0.01),
-    ]):
-        llm = LlmSpec(slots=slots, prefill_tokens_per_s=prefill, step_fixed_s=fixed,
-                      step_per_kv_token_s=kv, step_compute_per_seq_s=comp,
-                      prompt_tokens=512 + 100 * i, output_tokens=128)
-        node = replace(llm_node("llm", llm=llm), discipline=BUF, max_depth=8.0 * slots,
-                       max_age_s=6.0)
+    for i, (slots, prefill, fixed, kv, comp) in enumerate(
+        [
+            (18, 5000.0, 0.008, 1e-7, 0.000403),
+            (4, 900.0, 0.03, 4e-7, 0.002),
+            (64, 12000.0, 0.005, 3e-8, 0.0001),
+            (1, 300.0, 0.05, 1e-6, 0.01),
+        ]
+    ):
+        llm = LlmSpec(
+            slots=slots,
+            prefill_tokens_per_s=prefill,
+            step_fixed_s=fixed,
+            step_per_kv_token_s=kv,
+            step_compute_per_seq_s=comp,
+            prompt_tokens=512 + 100 * i,
+            output_tokens=128,
+        )
+        node = replace(
+            llm_node("llm", llm=llm), discipline=BUF, max_depth=8.0 * slots, max_age_s=6.0
+        )
         rules = Rules(p99_slo_ms=None, ttft_budget_ms=1500.0 + 100 * (i // 2))
         shape = {"shape": Shape.BURSTY} if i == 2 else {}
-        rigs.append(scenario([node], 1.0, duration_s=30.0, arrivals=Arrivals.POISSON,
-                             rules=rules, **shape))
+        rigs.append(
+            scenario([node], 1.0, duration_s=30.0, arrivals=Arrivals.POISSON, rules=rules, **shape)
+        )
     return rigs
 
 
@@ -282,12 +330,18 @@ def test_many_configs_in_shared_tick_loops_equal_each_run_alone(max_lanes):
     # running sums are taken a row of lanes at a time (engine.sim.rules.cumsum_ticks).
     runs = []
     for i, spec in enumerate(_llm_rigs()):
-        saturation = spec.nodes[0].llm.slots / float(slot_time_s(spec.nodes[0].llm,
-                                                                 np.array([1.0]))[0])
+        saturation = spec.nodes[0].llm.slots / float(
+            slot_time_s(spec.nodes[0].llm, np.array([1.0]))[0]
+        )
         levels = list(np.geomspace(0.1, 3.0, 80 if i < 3 else 7) * saturation)
         runs.append((spec, levels, 100 + i))
-    together = list(simulate_many([(s, lv, mulberry32(seed)) for s, lv, seed in runs],
-                                  max_lanes=max_lanes, scratch=Scratch()))
+    together = list(
+        simulate_many(
+            [(s, lv, mulberry32(seed)) for s, lv, seed in runs],
+            max_lanes=max_lanes,
+            scratch=Scratch(),
+        )
+    )
     assert len(together) == len(runs)
     for (spec, levels, seed), got in zip(runs, together, strict=True):
         _assert_same_result(got, simulate(spec, levels, mulberry32(seed)))
@@ -299,20 +353,21 @@ def test_a_graph_with_queues_and_block_runs_batched_as_alone():
     def graph(app_rps, db_rps, depth):
         nodes = [
             server("app", rps=app_rps),
-            server("db", parent="app", rps=db_rps, discipline=BUF, depth=depth, max_age_s=3,
-                   lifo=True),
+            server(
+                "db", parent="app", rps=db_rps, discipline=BUF, depth=depth, max_age_s=3, lifo=True
+            ),
             server("queue", parent="app", rps=1000.0, discipline=BUF, depth=300, max_age_s=20),
             llm_node("llm", parent="queue", discipline=BLOCK),
         ]
-        return scenario(nodes, 100.0, duration_s=20.0, arrivals=Arrivals.POISSON,
-                        rules=Rules(p99_slo_ms=400.0))
+        return scenario(
+            nodes, 100.0, duration_s=20.0, arrivals=Arrivals.POISSON, rules=Rules(p99_slo_ms=400.0)
+        )
 
     specs = [graph(400.0, 300.0, 400), graph(250.0, 500.0, 50), graph(900.0, 120.0, 1000)]
     levels = [2.0, 150.0, 290.0, 350.0, 600.0]
     scratch = Scratch()
     for _ in range(2):  # the second pass reuses the scratch memory of the first
-        together = list(simulate_many([(s, levels, mulberry32(7)) for s in specs],
-                                      scratch=scratch))
+        together = list(simulate_many([(s, levels, mulberry32(7)) for s in specs], scratch=scratch))
         for spec, got in zip(specs, together, strict=True):
             _assert_same_result(got, simulate(spec, levels, mulberry32(7)))
 
@@ -330,8 +385,9 @@ def test_running_sums_row_by_row_equal_numpy_lane_by_lane():
     x = rng.exponential(size=(300, ROW_SUM_LANES + 5)) * rng.integers(0, 2, (300, 1))
     x[0, :3] = -0.0
     time_major = x.T  # (lanes, ticks) view of a (ticks, lanes) array, as the flows are
-    assert np.array_equal(cumsum_ticks(time_major), np.cumsum(np.ascontiguousarray(time_major),
-                                                              axis=1))
+    assert np.array_equal(
+        cumsum_ticks(time_major), np.cumsum(np.ascontiguousarray(time_major), axis=1)
+    )
     few = x[:, :4].T.copy()
     assert np.array_equal(cumsum_ticks(few), np.cumsum(few, axis=1))
 
@@ -350,7 +406,7 @@ def test_latency_defaults_to_the_spec_numbers_and_a_zero_level_has_no_budget():
     again = latency(spec, r.flows, r.rates)  # numbers from the spec, not per lane
     for name in r.latency.__dataclass_fields__:
         a, b = getattr(again, name), getattr(r.latency, name)
-        for x, y in ([(a[k], b[k]) for k in b] if isinstance(b, dict) else [(a, b)]):
+        for x, y in [(a[k], b[k]) for k in b] if isinstance(b, dict) else [(a, b)]:
             assert np.array_equal(x, y), name
     assert np.all(r.latency.total_budget_left[0] == 1.0)  # nothing offered, nothing lost
     assert r.reports[0].passed
@@ -362,9 +418,11 @@ def test_a_sweep_that_never_breaks_and_two_children_that_block():
     report = sweep(spec, [1.0, 2.0], mulberry32(1))
     assert report.breaking_rps is None
     assert report.bottleneck == report.points[-1].bottleneck
-    nodes = [server("front", rps=500.0, discipline=BUF, depth=1000, max_age_s=5),
-             server("a", parent="front", rps=100.0, discipline=BLOCK, depth=50, max_age_s=2),
-             server("b", parent="front", rps=60.0, discipline=BLOCK, depth=50, max_age_s=2)]
+    nodes = [
+        server("front", rps=500.0, discipline=BUF, depth=1000, max_age_s=5),
+        server("a", parent="front", rps=100.0, discipline=BLOCK, depth=50, max_age_s=2),
+        server("b", parent="front", rps=60.0, discipline=BLOCK, depth=50, max_age_s=2),
+    ]
     r = run(scenario(nodes, 200.0, duration_s=10.0))
     # front can pass on no more than the smaller room of its two blocking children
     assert col(r, "front", "served").max() <= 60.0 * 0.1 + 50.0 + 1e-9

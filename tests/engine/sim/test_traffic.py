@@ -90,16 +90,22 @@ def test_lanes_share_their_draws():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.floats(0, 80), min_size=1, max_size=12), st.integers(1, 400),
-       st.integers(0, 2**32 - 1), st.booleans())
+@given(
+    st.lists(st.floats(0, 80), min_size=1, max_size=12),
+    st.integers(1, 400),
+    st.integers(0, 2**32 - 1),
+    st.booleans(),
+)
 def test_poisson_rows_equal_the_general_inversion(lams, ticks, seed, ties):
     # One mean per lane (a constant source), the same draws in every lane.
     lam = np.array(lams)
     u = mulberry32(seed).block(ticks)
     if ties:
         u[::2] = u[0]
-    want = poisson_quantile(np.broadcast_to(lam[:, None], (lam.size, ticks)),
-                            np.broadcast_to(u[None, :], (lam.size, ticks)))
+    want = poisson_quantile(
+        np.broadcast_to(lam[:, None], (lam.size, ticks)),
+        np.broadcast_to(u[None, :], (lam.size, ticks)),
+    )
     assert np.array_equal(poisson_rows(lam, u), want)
 
 
@@ -118,12 +124,14 @@ def test_poisson_rows_settle_draws_that_land_on_a_cdf_step():
     # binary search on those quotients is then off by a place, and the counts
     # must still be the products' (what poisson_quantile compares).
     lam = np.array([0.3, 1.0, 2.5, 7.0])
-    terms = np.cumprod(np.concatenate([np.ones((4, 1)), lam[:, None] / np.arange(1, 40)], axis=1),
-                       axis=1)
+    terms = np.cumprod(
+        np.concatenate([np.ones((4, 1)), lam[:, None] / np.arange(1, 40)], axis=1), axis=1
+    )
     cdf = np.cumsum(terms, axis=1)
     edges = (cdf / cdf[:, -1:]).reshape(-1) - 2.0**-33  # poisson_* add 2**-33 back
     u = np.concatenate([edges, np.nextafter(edges, 0.0), np.nextafter(edges, 1.0)])
     u = u[(u >= 0.0) & (u < 1.0)]
-    want = poisson_quantile(np.broadcast_to(lam[:, None], (4, u.size)),
-                            np.broadcast_to(u[None, :], (4, u.size)))
+    want = poisson_quantile(
+        np.broadcast_to(lam[:, None], (4, u.size)), np.broadcast_to(u[None, :], (4, u.size))
+    )
     assert np.array_equal(poisson_rows(lam, u), want)

@@ -21,8 +21,9 @@ SCENARIOS = ROOT / "catalog" / "scenarios"
 def _same(got: str, path: Path) -> None:
     want = path.read_text(encoding="utf-8")
     if got != want:
-        diff = difflib.unified_diff(want.splitlines(), got.splitlines(), str(path), "now",
-                                    lineterm="", n=1)
+        diff = difflib.unified_diff(
+            want.splitlines(), got.splitlines(), str(path), "now", lineterm="", n=1
+        )
         pytest.fail("golden differs:\n" + "\n".join(list(diff)[:60]))
 
 
@@ -46,8 +47,17 @@ def test_app_postgres_sweep_breaks_at_1500_rps():
 
 def test_app_postgres_tick_file_is_frozen(tmp_path):
     path = tmp_path / "ticks.csv"
-    _cli(str(SCENARIOS / "app-postgres.yaml"), "--seed", "1", "--rps", "1500",
-         "--duration", "60", "--ticks", str(path))
+    _cli(
+        str(SCENARIOS / "app-postgres.yaml"),
+        "--seed",
+        "1",
+        "--rps",
+        "1500",
+        "--duration",
+        "60",
+        "--ticks",
+        str(path),
+    )
     _same(path.read_text(encoding="utf-8"), GOLDENS / "app-postgres.ticks.csv")
 
 
@@ -60,6 +70,15 @@ def test_llm_rig_sweep_is_frozen():
 def test_llm_rig_tick_file_is_frozen(tmp_path):
     pytest.importorskip("generator.resolve", reason="waits for the capacity engine's resolver")
     path = tmp_path / "ticks.csv"
-    _cli(str(SCENARIOS / "llm-7b-q4-24gb.yaml"), "--seed", "1", "--rps", "10",
-         "--duration", "60", "--ticks", str(path))
+    _cli(
+        str(SCENARIOS / "llm-7b-q4-24gb.yaml"),
+        "--seed",
+        "1",
+        "--rps",
+        "10",
+        "--duration",
+        "60",
+        "--ticks",
+        str(path),
+    )
     _same(path.read_text(encoding="utf-8"), GOLDENS / "llm-7b-q4-24gb.ticks.csv")

@@ -225,8 +225,18 @@ def test_catalog_json_lists(capsys):
 
 
 def test_two_gpus_pool_their_memory(capsys):
-    base = ["estimate", "--gpu", "rtx-4090", "--model", "llama-3.3-70b", "--quant", "q4_k_m",
-            "--context", "8192", "--json"]
+    base = [
+        "estimate",
+        "--gpu",
+        "rtx-4090",
+        "--model",
+        "llama-3.3-70b",
+        "--quant",
+        "q4_k_m",
+        "--context",
+        "8192",
+        "--json",
+    ]
     _, one, _ = run(capsys, base)
     code, two, _ = run(capsys, [*base, "--gpus", "2"])
     assert code == 0
@@ -236,8 +246,20 @@ def test_two_gpus_pool_their_memory(capsys):
 
 
 def test_does_not_fit_says_by_how_much(capsys):
-    code, out, _ = run(capsys, ["estimate", "--gpu", "rtx-3060-12gb", "--model", "llama-3.3-70b",
-                                "--quant", "q4_k_m", "--context", "8192"])
+    code, out, _ = run(
+        capsys,
+        [
+            "estimate",
+            "--gpu",
+            "rtx-3060-12gb",
+            "--model",
+            "llama-3.3-70b",
+            "--quant",
+            "q4_k_m",
+            "--context",
+            "8192",
+        ],
+    )
     assert code == 0
     assert "verdict  does not fit:" in out
     assert "GiB short of one 8,192-token request" in out

@@ -173,9 +173,14 @@ def test_a_slow_server_runs_longer_and_is_seen_busy():
     settings = LoadSettings.from_catalog(cat)
     keys = InputKeys(cat)
     combos = {c.id: c for c in enumerate_combos(cat)}
-    todo = [(combos[cid], keys.fingerprint_key(combos[cid])) for cid in (
-        "rtx-4090--llama-3.1-8b--q4_k_m--8k", "epyc-9654-768gb--llama-3.1-405b--q4_k_m--8k",
-        "rtx-4090--qwen2.5-7b--q8_0--4k")]
+    todo = [
+        (combos[cid], keys.fingerprint_key(combos[cid]))
+        for cid in (
+            "rtx-4090--llama-3.1-8b--q4_k_m--8k",
+            "epyc-9654-768gb--llama-3.1-405b--q4_k_m--8k",
+            "rtx-4090--qwen2.5-7b--q8_0--4k",
+        )
+    ]
     together = evaluate_many(cat, todo)
     assert together == [evaluate(cat, c, key) for c, key in todo]  # order kept across lengths
     (fast, _), (slow, curves), _ = together
