@@ -106,3 +106,32 @@ def error_band(
         f" (capped at {MAX_PCT})" if BASE_PCT + sum(WIDENINGS[k][0] for k in keys) > MAX_PCT else ""
     )
     return Band(pct, f"±{pct} %{capped}: base {BASE_PCT}; {terms}")
+
+
+def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Band:
+    """The band of a config's serving numbers (rates, latencies, throughput under load).
+
+    At least the capacity band (the same sources of doubt apply), and at least
+    the band that published serving runs of the same kind, held out of the
+    calibration, need (``data_pct``, rounded up to 5 points and capped at
+    :data:`MAX_SERVING_PCT`): where the data says the engine is less sure, the
+    band widens, and the reason says so.
+
+    Examples
+    --------
+    >>> serving_band_rule(Band(20, "±20 %: mainstream"), 33.0, "vLLM dense").pct
+    35
+    """
+    if data_pct is None:
+        return capacity
+    data = min(MAX_SERVING_PCT, 5 * -(-int(data_pct * 100) // 500))
+    if data <= capacity.pct:
+        return capacity
+    return Band(
+        data,
+        f"±{data} %: {label} runs held out of the calibration need it "
+        f"(capacity alone: {capacity.reason})",
+    )
+
+
+MAX_SERVING_PCT = 90

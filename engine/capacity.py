@@ -61,7 +61,7 @@ def kv_replication(device: Device, runtime: Runtime, arch: ModelArch | None) -> 
     return max(1, device.count // min(device.count, arch.attention.num_kv_heads))
 
 
-def _parallel(device: Device, runtime: Runtime) -> int:
+def parallel(device: Device, runtime: Runtime) -> int:
     """GPUs working on one step at once: all under tensor parallelism, one under layer split."""
     return device.count if runtime.multi_gpu == "tensor-parallel" else 1
 
@@ -70,7 +70,7 @@ def peak_flops(device: Device, runtime: Runtime, fmt: WeightFormat) -> float | N
     """Dense peak FLOP/s the step can use: FP8 for FP8 weights where the chip has it."""
     flops = device.fp8_flops_per_s if fmt.fp8_compute and device.fp8_flops_per_s else None
     flops = flops or device.bf16_flops_per_s
-    return float(flops * _parallel(device, runtime)) if flops else None
+    return float(flops * parallel(device, runtime)) if flops else None
 
 
 def _step_model(
@@ -97,7 +97,7 @@ def _step_model(
     if device.count > 1 and runtime.multi_gpu == "tensor-parallel" and device.interconnect:
         overhead += 2 * layers * constants.allreduce_latency_s[device.interconnect]
     flops = peak_flops(device, runtime, fmt)
-    bandwidth = device.bandwidth_bytes_per_s * _parallel(device, runtime)
+    bandwidth = device.bandwidth_bytes_per_s * parallel(device, runtime)
     return StepModel(
         weights_bytes=weights,
         total_params=arch.total_params if arch is not None else active,

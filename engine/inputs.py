@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 # Layers assumed for a model known only by its size: the 7-8B shape.
@@ -26,6 +26,7 @@ class Device:
     usable_memory_fraction: float | None = None
     count: int = 1
     interconnect: Literal["pcie", "nvlink", "infinity-fabric"] | None = None
+    interconnect_bandwidth_bytes_per_s: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,16 @@ class Runtime:
     large_gpu_max_num_batched_tokens: int = 0
     activation_bytes_per_batched_token: float = 0.0
     tp_extra_bytes_per_gpu: int = 0
+    # How it schedules (engine/serving): vLLM pages KV in blocks and batches up to
+    # max_num_seqs sequences and max_num_batched_tokens tokens a step; llama.cpp
+    # runs n_batch tokens a step in passes of n_ubatch.
+    scheduler: Literal["vllm", "llama.cpp"] = "llama.cpp"
+    block_tokens: int = 16
+    max_num_seqs: int = 0
+    large_gpu_max_num_seqs: int = 0
+    small_defaults_name: str = ""
+    n_batch: int = 2048
+    n_ubatch: int = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +78,9 @@ class Constants:
     prefill_compute_efficiency: float
     decode_compute_efficiency: float
     min_stream_tokens_per_s: float
+    serving_compute_efficiency: dict[str, float] = field(default_factory=dict)
+    serving_bandwidth_factor: dict[str, float] = field(default_factory=dict)
+    step_overhead_s: dict[str, float] = field(default_factory=dict)
+    seq_overhead_s: dict[str, float] = field(default_factory=dict)
+    request_overhead_s: dict[str, float] = field(default_factory=dict)
+    request_latency_s: dict[str, float] = field(default_factory=dict)

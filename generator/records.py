@@ -32,11 +32,16 @@ def permalink(device: str, model: str, quant: str, context: int, kv_dtype: str =
 
 @dataclass(frozen=True, slots=True)
 class ResultRow:
-    """One config: capacity, ceilings, breaking points with bands, verdict.
+    """One config: capacity, ceilings, serving under load with bands, verdict.
 
-    Rates are requests per second; ``*_low`` / ``*_high`` apply the error band.
-    Breaking points are None when the config does not fit, or when the load
-    grid never reaches them.
+    Capacity (SPEC §2-3): the worst-case slots at full context, the KV budget,
+    the analytic decode ceiling. Serving (SPEC §4): the model server simulated
+    with its runtime's scheduler for the settings' request profile:
+    ``max_concurrency`` requests of that profile it can hold, the closed-loop
+    saturation rate, and **the breaking rate** with the rule that fires there.
+    Rates are requests per second; ``*_low`` / ``*_high`` apply the serving
+    band. Serving fields are None where the config does not fit, is too slow to
+    use (``usable`` false) or fails at any load.
     """
 
     config_id: str
@@ -66,26 +71,28 @@ class ResultRow:
     prefill_tokens_per_s: float | None
     bandwidth_concurrency: int | None
     binding_ceiling: str | None
-    effective_concurrency: int
-    mean_service_s: float | None
+    error_band_pct: int
+    error_band_reason: str
+    usable: bool | None
+    max_concurrency: int | None
+    reached_concurrency: float | None
+    single_stream_tokens_per_s: float | None
+    single_ttft_ms: float | None
     saturation_rps: float | None
     saturation_rps_low: float | None
     saturation_rps_high: float | None
-    shed_onset_rps: float | None
-    shed_onset_rps_low: float | None
-    shed_onset_rps_high: float | None
-    p99_break_rps: float | None
-    p99_break_rps_low: float | None
-    p99_break_rps_high: float | None
+    saturation_bound: str | None
+    breaking_rps: float | None
+    breaking_rps_low: float | None
+    breaking_rps_high: float | None
+    breaking_rule: str | None
+    fails_at_any_load: bool | None
     ttft_break_rps: float | None
-    ttft_break_rps_low: float | None
-    ttft_break_rps_high: float | None
+    p99_break_rps: float | None
+    shed_onset_rps: float | None
     soak_break_rps: float | None
-    soak_break_rps_low: float | None
-    soak_break_rps_high: float | None
-    soak_ok_at_85: bool | None
-    error_band_pct: int
-    error_band_reason: str
+    serving_band_pct: int | None
+    serving_band_reason: str | None
     bottleneck: str
     verdict: str
     fingerprint: str
@@ -95,20 +102,30 @@ class ResultRow:
 class Curves:
     """Per-config series for the charts.
 
-    ``load_*`` arrays share the offered-load grid; ``timeline_*`` arrays are the
-    per-tick run at the breaking point (``timeline_rps``).
+    ``load_*`` share the offered rates of the open-loop runs (latencies in ms,
+    None where a lost request makes the percentile infinite); ``users`` and
+    ``conc_*`` the closed-loop concurrency table; ``timeline_*`` the run at the
+    breaking rate (``timeline_rps``), second by second.
     """
 
     config_id: str
     load_rps: tuple[float, ...]
-    p50_ms: tuple[float, ...]
-    p99_ms: tuple[float, ...]
-    ttft_ms: tuple[float, ...]
-    slot_occupancy: tuple[float, ...]
+    ttft_p50_ms: tuple[float | None, ...]
+    ttft_p99_ms: tuple[float | None, ...]
+    e2e_p99_ms: tuple[float | None, ...]
     goodput_rps: tuple[float, ...]
-    shed_share: tuple[float, ...]
+    lost_share: tuple[float, ...]
+    occupancy: tuple[float, ...]
+    users: tuple[int, ...]
+    conc_ttft_ms: tuple[float, ...]
+    conc_tpot_ms: tuple[float, ...]
+    conc_tokens_per_user: tuple[float, ...]
+    conc_output_tps: tuple[float, ...]
+    conc_requests_per_s: tuple[float, ...]
+    conc_running: tuple[float, ...]
     timeline_rps: float | None
     timeline_s: tuple[float, ...]
     timeline_queue_depth: tuple[float, ...]
-    timeline_ttft_ms: tuple[float, ...]
-    timeline_error_budget: tuple[float, ...]
+    timeline_occupancy: tuple[float, ...]
+    timeline_ttft_p99_ms: tuple[float | None, ...]
+    timeline_lost: tuple[float, ...]

@@ -57,10 +57,18 @@ def constants(cat: Catalog) -> Constants:
         prefill_compute_efficiency=c["prefill_compute_efficiency"],
         decode_compute_efficiency=c["decode_compute_efficiency"],
         min_stream_tokens_per_s=c["min_stream_tokens_per_s"],
+        serving_compute_efficiency=group("serving_compute_efficiency_"),
+        serving_bandwidth_factor=group("serving_bandwidth_factor_"),
+        step_overhead_s=group("step_overhead_s_"),
+        seq_overhead_s=group("seq_overhead_s_"),
+        request_overhead_s=group("request_overhead_s_"),
+        request_latency_s=group("request_latency_s_"),
     )
 
 
-def device_from_gpu(gpu: Gpu, count: int = 1, interconnect: str | None = None) -> Device:
+def device_from_gpu(
+    gpu: Gpu, count: int = 1, interconnect: str | None = None, link: int | None = None
+) -> Device:
     """Engine device for a catalog GPU (or ``count`` of them)."""
     platform = "cpu" if gpu.memory_kind == "system" else gpu.vendor
     return Device(
@@ -74,6 +82,7 @@ def device_from_gpu(gpu: Gpu, count: int = 1, interconnect: str | None = None) -
         usable_memory_fraction=gpu.usable_memory_fraction,
         count=count,
         interconnect=interconnect,  # type: ignore[arg-type]
+        interconnect_bandwidth_bytes_per_s=link,
     )
 
 
@@ -81,7 +90,9 @@ def device_for(cat: Catalog, device_id: str) -> Device:
     """A GPU or a rig by id."""
     if device_id in cat.rigs:
         rig = cat.rigs[device_id]
-        return device_from_gpu(cat.gpus[rig.gpu], rig.count, rig.interconnect)
+        return device_from_gpu(
+            cat.gpus[rig.gpu], rig.count, rig.interconnect, rig.interconnect_bandwidth_bytes_per_s
+        )
     return device_from_gpu(lookup({**cat.gpus, **cat.rigs}, "GPU", device_id))
 
 
@@ -99,6 +110,13 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         large_gpu_max_num_batched_tokens=entry.large_gpu_max_num_batched_tokens or 0,
         activation_bytes_per_batched_token=entry.activation_bytes_per_batched_token or 0.0,
         tp_extra_bytes_per_gpu=entry.tp_extra_bytes_per_gpu or 0,
+        scheduler=entry.scheduler,
+        block_tokens=entry.block_tokens or 16,
+        max_num_seqs=entry.max_num_seqs or 0,
+        large_gpu_max_num_seqs=entry.large_gpu_max_num_seqs or 0,
+        small_defaults_name=entry.small_defaults_name or "",
+        n_batch=entry.n_batch or 2048,
+        n_ubatch=entry.n_ubatch or 512,
     )
 
 
@@ -134,16 +152,65 @@ def default_runtime(cat: Catalog, quant: Quant, memory_kind: str = "discrete") -
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
-    """One config to cost, by catalog ids (or a bare parameter count)."""
+class Config:
+    """The engine's inputs for one config: the one route from catalog ids to the engine."""
 
-    gpu: str
-    quant: str
+    device: Device
+    runtime_id: str
+    runtime: Runtime
+    fmt: WeightFormat
+    constants: Constants
     context: int
-    model: str | None = None
-    params_b: float | None = None
-    runtime: str | None = None
-    kv_dtype: str = "auto"
+    kv_bytes: float
+    arch: ModelArch | None = None
+    params: int | None = None
+
+    def capacity(self) -> CapacityResult:
+        """Slots, both ceilings and the band (SPEC §2-3, §5)."""
+        return estimate(
+            self.device,
+            self.runtime,
+            self.fmt,
+            self.constants,
+            self.context,
+            self.kv_bytes,
+            arch=self.arch,
+            params=self.params,
+        )
+
+
+def configure(
+    cat: Catalog,
+    gpu: str,
+    quant: str,
+    context: int,
+    model: str | None = None,
+    params_b: float | None = None,
+    runtime: str | None = None,
+    kv_dtype: str = "auto",
+) -> Config:
+    """The engine inputs of a config named by catalog ids; ``params_b`` stands in for a model.
+
+    Raises LookupError_ for an unknown id and ComboError for a runtime that cannot
+    serve the quant, KV dtype or device.
+    """
+    q = lookup(cat.quants, "quant", quant)
+    dev = device_for(cat, gpu)
+    rt_id = runtime or default_runtime(cat, q, dev.memory_kind)
+    check_combo(cat, q.id, rt_id, kv_dtype, dev.memory_kind)
+    arch = model_arch(cat, model)[1] if model is not None else None
+    params = round(params_b * 1e9) if params_b is not None else None
+    return Config(
+        dev,
+        rt_id,
+        runtime_profile(cat.runtimes[rt_id]),
+        weight_format(q),
+        constants(cat),
+        context,
+        kv_bytes(cat.kv_dtypes[kv_dtype]),
+        arch,
+        params,
+    )
 
 
 def capacity_for(
@@ -156,25 +223,10 @@ def capacity_for(
     kv_dtype: str = "auto",
     cat: Catalog | None = None,
 ) -> CapacityResult:
-    """Cost a config named by catalog ids; ``params_b`` stands in for an unknown model."""
-    cat = cat or load_catalog()
-    q = lookup(cat.quants, "quant", quant)
-    dev = device_for(cat, gpu)
-    rt_id = runtime or default_runtime(cat, q, dev.memory_kind)
-    rt = lookup(cat.runtimes, "runtime", rt_id)
-    kv = lookup(cat.kv_dtypes, "KV dtype", kv_dtype)
-    arch = model_arch(cat, model)[1] if model is not None else None
-    params = round(params_b * 1e9) if params_b is not None else None
-    return estimate(
-        dev,
-        runtime_profile(rt),
-        weight_format(q),
-        constants(cat),
-        context,
-        kv_bytes(kv),
-        arch=arch,
-        params=params,
-    )
+    """Cost a config named by catalog ids (:func:`configure`, then its capacity)."""
+    return configure(
+        cat or load_catalog(), gpu, quant, context, model, params_b, runtime, kv_dtype
+    ).capacity()
 
 
 class ComboError(ValueError):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GIB
 
@@ -37,21 +40,95 @@ def tokens(n: int) -> str:
     return f"{n:,}"
 
 
-def verdict(r: CapacityResult) -> str:
-    """One line: does it fit, how many streams, what binds."""
+def plural(n: float, word: str, many: str | None = None) -> str:
+    """``1 request``, ``2 requests``, ``1,024 slots`` (thousands separated, no exponent)."""
+    count = f"{n:,.0f}" if float(n).is_integer() else f"{n:,.3g}"
+    return f"{count} {word if n == 1 else (many or word + 's')}"
+
+
+def short_by(shortfall_bytes: float) -> str:
+    """A memory shortfall as people say it: ``short by 5.09 GiB``."""
+    return f"short by {gib(shortfall_bytes)}"
+
+
+def seconds(s: float) -> str:
+    """A time that suits its size: ``850 ms``, ``14.4 s``, ``3.2 min``."""
+    if not math.isfinite(s):
+        return "never"
+    if s < 1:
+        return f"{s * 1000:,.0f} ms"
+    if s < 120:
+        return f"{s:,.1f} s"
+    return f"{s / 60:,.1f} min"
+
+
+def share(x: float) -> str:
+    """A share as a percentage: ``85 %``, ``0.1 %``."""
+    pct = 100 * x
+    return f"{pct:.0f} %" if pct >= 1 else f"{pct:.2g} %"
+
+
+def rule_text(rule: str, s: Any) -> str:
+    """What a failure rule says, in the settings' own numbers."""
+    return {
+        "ttft": f"p99 time to first token over the {seconds(s.ttft_budget_ms / 1000)} budget",
+        "p99": f"p99 latency over the {seconds(s.p99_slo_ms / 1000)} SLO",
+        "error_budget": f"more than {share(1 - s.availability)} of requests lost: the queue sheds",
+        "soak": f"{share(s.soak_utilization)} occupancy or more held for {seconds(s.soak_s)}",
+    }[rule]
+
+
+BOUND_TEXT = {
+    "kv": "the KV cache",
+    "seqs": "the sequence limit (max_num_seqs)",
+    "bandwidth": "memory bandwidth",
+    "compute": "compute",
+    "host": "host-side scheduling",
+}
+
+
+def verdict(r: CapacityResult, serving: Any, s: Any, band_pct: int | None) -> str:
+    """One line: does it fit, is it usable, where it breaks and on which rule."""
     if not r.fits:
-        short = (
-            -r.kv_budget_bytes + r.kv_bytes_per_request
-            if r.kv_budget_bytes < 0
-            else (r.kv_bytes_per_request - r.kv_budget_bytes)
-        )
+        short = r.kv_bytes_per_request - max(r.kv_budget_bytes, 0)
+        if r.kv_budget_bytes < 0:
+            short = r.kv_bytes_per_request - r.kv_budget_bytes
+        return f"does not fit: {short_by(short)} for one {r.context_tokens:,}-token request"
+    if serving is None:
+        return "fits; not simulated: no bandwidth or FLOPS figure for this device"
+    if not serving.usable:
+        tps = serving.single.tokens_per_s_per_user
         return (
-            f"does not fit: {short / GIB:.2f} GiB short of one {r.context_tokens:,}-token request"
+            f"too slow to use: one stream decodes at {tps:,.2f} tokens/s, under the "
+            f"{s.min_usable_tokens_per_s:g} tokens/s floor"
         )
-    what = {
-        "kv": "the KV cache fills before bandwidth runs out",
-        "bandwidth": "memory bandwidth binds before the KV cache fills",
-        "compute": "compute binds before the KV cache fills",
-        None: "decode speed not computed",
-    }[r.binding_ceiling]
-    return f"fits: {r.effective_concurrency:,} concurrent requests (±{r.error_band_pct} %); {what}"
+    b = serving.breaking
+    if b.fails_at_any_load:
+        return f"fails at any load: {rule_text(b.rule, s)} even at {rps(b.bracket[0])} rps"
+    if b.rate is None:
+        return f"holds up to {rps(b.bracket[1])} rps, the most tried"
+    return (
+        f"breaks at {rps(b.rate)} rps ±{band_pct} %: {rule_text(b.rule, s)}; "
+        f"{plural(serving.max_concurrency, 'request')} at once"
+    )
+
+
+def bottleneck(r: CapacityResult, serving: Any, s: Any) -> str:
+    """The one-line bottleneck: what gives way first, and what binds at saturation."""
+    if not r.fits:
+        return "does not fit: no room in memory for a single request"
+    if serving is None:
+        return "not simulated"
+    bound = BOUND_TEXT[serving.bound]
+    if not serving.usable:
+        return f"{bound} binds: one stream is too slow to use"
+    b = serving.breaking
+    where = (
+        f"at any load ({rps(b.bracket[0])} rps)"
+        if b.fails_at_any_load
+        else f"at {rps(b.rate)} rps"
+        if b.rate is not None
+        else "nowhere tried"
+    )
+    first = rule_text(b.rule, s) if b.rule else "nothing fails"
+    return f"{first} {where}; {bound} binds at saturation ({rps(serving.saturation_rps)} rps)"

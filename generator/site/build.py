@@ -36,14 +36,13 @@ from backpressure.generator import keys as site_keys
 from backpressure.generator.site import charts
 from backpressure.generator.site.model import SiteModel, gather
 from backpressure.generator.site import mkdocs_step as site_mkdocs, search as site_search
-from backpressure.generator.site.pages import NearestFits, page_path
+from backpressure.generator.site.pages import Limits, NearestFits, page_path
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.paths import MKDOCS_YML, TEMPLATES
 from backpressure.generator.site.render import make_env
 from backpressure.generator.site.publish.cache import RenderCache
 from backpressure.generator.site.configs import summary, write_configs
 from backpressure.generator.site.data import read_curve_lines, read_rows
-from backpressure.generator.site.methodology import slo_ms
 from backpressure.generator.site.scenarios import scenario_contexts
 from backpressure.generator.site.publish.tree import Tree
 
@@ -124,13 +123,13 @@ def _write_site(
     clock.lap("mkdocs")
     version = site_keys.site_version(templates, charts.chart_specs())
     ent = site_keys.entities(m.cat)
-    slo = slo_ms(m.cat)
+    lim = Limits.of(m.cat)
     base = {
-        d: site_keys.digest(version, sh.head, sh.tail, m.site_url, repr(slo), ent.shared)
+        d: site_keys.digest(version, sh.head, sh.tail, m.site_url, repr(lim), ent.shared)
         for d, sh in shells.items()
     }
     keys = site_keys.config_keys(m.rows, m.curve_texts(), m.nearest, ent, base)
-    written = write_configs(env, m, tree, shells, keys, slo)
+    written = write_configs(env, m, tree, shells, keys, lim)
     tree.write("api/configs.json", summary(m))
     for name, data in assemble.sitemap(m.site_url, urls + [r.permalink for r in m.rows]).items():
         tree.write(name, data)

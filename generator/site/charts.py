@@ -10,20 +10,21 @@ static fallback and for tests).
 
 from __future__ import annotations
 
-import bisect
 import functools
-import math
 from typing import Any
 
 import altair as alt
 
+from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.site.pages import RULE_LABELS, Limits
 
-TTFT_BUDGET_MS = 1500.0
-KINDS = ("breaking", "occupancy", "timeline", "health")
+KINDS = ("breaking", "occupancy", "tradeoff", "timeline", "health")
 _WIDTH: Any = "container"
 _HEIGHT = 260
-_SERIES_COLORS = alt.Scale(domain=["p50", "p99", "TTFT"], range=["#4c78a8", "#e45756", "#f58518"])
+_SERIES_COLORS = alt.Scale(
+    domain=["TTFT p50", "TTFT p99", "latency p99"], range=["#4c78a8", "#f58518", "#e45756"]
+)
 
 
 def breaking_chart() -> alt.LayerChart:
@@ -74,7 +75,7 @@ def breaking_chart() -> alt.LayerChart:
         .encode(x="rps:Q", tooltip=["label:N", "rps:Q"])
     )
     return alt.layer(break_band, band, lines, limits, above, below, break_rule).properties(
-        width=_WIDTH, height=_HEIGHT, title="Latency against offered load"
+        width=_WIDTH, height=_HEIGHT, title="Latency against offered load (lost requests count)"
     )
 
 
@@ -93,7 +94,7 @@ def occupancy_chart() -> alt.LayerChart:
                 "series:N",
                 title=None,
                 scale=alt.Scale(
-                    domain=["slot occupancy", "shed share", "goodput"],
+                    domain=["occupancy", "lost share", "goodput"],
                     range=["#4c78a8", "#e45756", "#54a24b"],
                 ),
             ),
@@ -113,12 +114,37 @@ def occupancy_chart() -> alt.LayerChart:
     return (
         alt.layer(shares, goodput)
         .resolve_scale(y="independent")
-        .properties(width=_WIDTH, height=_HEIGHT, title="Slots, shedding and goodput")
+        .properties(width=_WIDTH, height=_HEIGHT, title="Occupancy, losses and goodput")
+    )
+
+
+def tradeoff_chart() -> alt.LayerChart:
+    """(c) total output tokens/s against tokens/s per user, one point per concurrency, band."""
+    x = alt.X("per_user:Q", title="tokens/s per user", scale=alt.Scale(type="log"))
+    y = alt.Y("total:Q", title="output tokens/s in total", scale=alt.Scale(type="log"))
+    band = (
+        alt.Chart(alt.Data(name="tradeoff"))
+        .mark_area(opacity=0.18, color="#4c78a8")
+        .encode(x=x, y=alt.Y("lo:Q"), y2="hi:Q", tooltip=["users:Q", "lo:Q", "hi:Q"])
+    )
+    line = (
+        alt.Chart(alt.Data(name="tradeoff"))
+        .mark_line(point=alt.OverlayMarkDef(size=30), color="#4c78a8")
+        .encode(x=x, y=y, order="users:Q",
+                tooltip=["users:Q", "per_user:Q", "total:Q", "ttft_ms:Q"])
+    )
+    labels = (
+        alt.Chart(alt.Data(name="tradeoff"))
+        .mark_text(dy=-9, fontSize=10, color="#333")
+        .encode(x=x, y=y, text="users:Q")
+    )
+    return alt.layer(band, line, labels).properties(
+        width=_WIDTH, height=_HEIGHT, title="Throughput against speed per user (labels: users)"
     )
 
 
 def timeline_chart() -> alt.FacetChart:
-    """(c) queue depth, TTFT and error budget per tick of the run at the breaking point."""
+    """(d) queue depth, occupancy, p99 TTFT and lost requests, second by second, at the break."""
     return (
         alt.Chart(alt.Data(name="timeline"))
         .mark_line(interpolate="step-after")
@@ -131,7 +157,8 @@ def timeline_chart() -> alt.FacetChart:
         .properties(width=_WIDTH, height=90)
         .facet(
             row=alt.Row(
-                "metric:N", title=None, sort=["queue depth", "TTFT [ms]", "error budget left"]
+                "metric:N", title=None,
+                sort=["queue depth", "occupancy", "p99 TTFT [ms]", "requests lost"],
             )
         )
         .resolve_scale(y="independent")
@@ -166,6 +193,7 @@ def health_chart() -> alt.FacetChart:
 BUILDERS = {
     "breaking": breaking_chart,
     "occupancy": occupancy_chart,
+    "tradeoff": tradeoff_chart,
     "timeline": timeline_chart,
     "health": health_chart,
 }
@@ -182,55 +210,47 @@ def _sig(x: float) -> float:
     return float(f"{x:.4g}")
 
 
-def _interp_log(xs: tuple[float, ...], ys: tuple[float, ...], x: float) -> float:
-    """Linear interpolation in log-x, clamped to the grid ends."""
-    if x <= xs[0]:
-        return ys[0]
-    if x >= xs[-1]:
-        return ys[-1]
-    i = bisect.bisect_left(xs, x)
-    w = (math.log(x) - math.log(xs[i - 1])) / (math.log(xs[i]) - math.log(xs[i - 1]))
-    return ys[i - 1] + w * (ys[i] - ys[i - 1])
+def _breaks(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
+    """The breaking rate with its band, named by its rule."""
+    if row.breaking_rps is None:
+        return []
+    lo, hi = row.breaking_rps_low, row.breaking_rps_high
+    label = f"breaks: {RULE_LABELS.get(row.breaking_rule or '', '')}"
+    return [{"label": label, "rps": _sig(row.breaking_rps), "lo": _sig(lo or row.breaking_rps),
+             "hi": _sig(hi or row.breaking_rps)}]
 
 
-def _breaks(row: ResultRow) -> list[dict[str, Any]]:
-    points = (
-        ("p99 breaks SLO", row.p99_break_rps, row.p99_break_rps_low, row.p99_break_rps_high),
-        ("TTFT > 1500 ms", row.ttft_break_rps, row.ttft_break_rps_low, row.ttft_break_rps_high),
-    )
-    return [
-        {"label": label, "rps": _sig(v), "lo": _sig(lo or v), "hi": _sig(hi or v)}
-        for label, v, lo, hi in points
-        if v is not None
-    ][:1]
-
-
-def _latency(row: ResultRow, c: Curves, slo_ms: float) -> dict[str, list[dict[str, Any]]]:
-    series = (("p50", c.p50_ms), ("p99", c.p99_ms), ("TTFT", c.ttft_ms))
+def _latency(row: ResultRow, c: Curves, lim: Limits) -> dict[str, list[dict[str, Any]]]:
+    """Latency percentiles over every offered request; a lost request makes one infinite,
+    and the chart leaves such points out rather than draw them lower."""
+    series = (("TTFT p50", c.ttft_p50_ms), ("TTFT p99", c.ttft_p99_ms),
+              ("latency p99", c.e2e_p99_ms))
     latency = [
         {"series": name, "rps": _sig(x), "ms": _sig(y)}
         for name, ys in series
         for x, y in zip(c.load_rps, ys, strict=True)
+        if y is not None and y > 0
     ]
-    # The band: the p99 curve if capacity were band % higher (lo) or lower (hi).
-    k = row.error_band_pct / 100
+    # The band: the rates at which the same p99 would be reached if the engine
+    # were band % optimistic or pessimistic about capacity.
+    k = (row.serving_band_pct or 0) / 100
     band = [
-        {
-            "rps": _sig(x),
-            "lo": _sig(_interp_log(c.load_rps, c.p99_ms, x / (1 + k))),
-            "hi": _sig(_interp_log(c.load_rps, c.p99_ms, x / max(1 - k, 0.05))),
-        }
-        for x in c.load_rps
+        {"rps": _sig(x), "lo": _sig(y * (1 - k)), "hi": _sig(y * (1 + k))}
+        for x, y in zip(c.load_rps, c.e2e_p99_ms, strict=True)
+        if y is not None and y > 0
     ]
     limits = [
-        {"kind": "slo", "label": f"p99 SLO {slo_ms:,.0f} ms", "ms": slo_ms},
-        {"kind": "ttft", "label": f"TTFT budget {TTFT_BUDGET_MS:,.0f} ms", "ms": TTFT_BUDGET_MS},
+        {"kind": "slo", "label": f"p99 SLO {text.seconds(lim.p99_slo_ms / 1000)}",
+         "ms": lim.p99_slo_ms},
+        {"kind": "ttft", "label": f"TTFT budget {text.seconds(lim.ttft_budget_ms / 1000)}",
+         "ms": lim.ttft_budget_ms},
     ]
-    return {"latency": latency, "latency_band": band, "limits": limits, "breaks": _breaks(row)}
+    return {"latency": latency, "latency_band": band, "limits": limits,
+            "breaks": _breaks(row, lim)}
 
 
 def _occupancy(c: Curves) -> dict[str, list[dict[str, Any]]]:
-    series = (("slot occupancy", c.slot_occupancy), ("shed share", c.shed_share))
+    series = (("occupancy", c.occupancy), ("lost share", c.lost_share))
     shares = [
         {"series": name, "rps": _sig(x), "share": _sig(y)}
         for name, ys in series
@@ -243,28 +263,43 @@ def _occupancy(c: Curves) -> dict[str, list[dict[str, Any]]]:
     return {"shares": shares, "goodput": goodput}
 
 
+def _tradeoff(row: ResultRow, c: Curves) -> dict[str, list[dict[str, Any]]]:
+    k = (row.serving_band_pct or 0) / 100
+    return {"tradeoff": [
+        {"users": u, "per_user": _sig(per), "total": _sig(total),
+         "lo": _sig(total * (1 - k)), "hi": _sig(total * (1 + k)), "ttft_ms": _sig(ttft)}
+        for u, per, total, ttft in zip(c.users, c.conc_tokens_per_user, c.conc_output_tps,
+                                       c.conc_ttft_ms, strict=True)
+        if per > 0 and total > 0
+    ]}
+
+
 def _timeline(c: Curves) -> dict[str, list[dict[str, Any]]]:
     series = (
         ("queue depth", c.timeline_queue_depth),
-        ("TTFT [ms]", c.timeline_ttft_ms),
-        ("error budget left", c.timeline_error_budget),
+        ("occupancy", c.timeline_occupancy),
+        ("p99 TTFT [ms]", c.timeline_ttft_p99_ms),
+        ("requests lost", c.timeline_lost),
     )
     rows = [
         {"metric": name, "t": _sig(t), "value": _sig(v)}
         for name, ys in series
         for t, v in zip(c.timeline_s, ys, strict=True)
+        if v is not None
     ]
     return {"timeline": rows}
 
 
-def datasets_for(row: ResultRow, curves: Curves | None, slo_ms: float) -> dict[str, Any]:
+def datasets_for(row: ResultRow, curves: Curves | None, lim: Limits) -> dict[str, Any]:
     """Per-kind named datasets for one config; kinds without data are left out."""
-    if curves is None or not curves.load_rps:
+    if curves is None:
         return {}
-    out: dict[str, Any] = {
-        "breaking": _latency(row, curves, slo_ms),
-        "occupancy": _occupancy(curves),
-    }
+    out: dict[str, Any] = {}
+    if curves.load_rps:
+        out["breaking"] = _latency(row, curves, lim)
+        out["occupancy"] = _occupancy(curves)
+    if curves.users:
+        out["tradeoff"] = _tradeoff(row, curves)
     if curves.timeline_s:
         out["timeline"] = _timeline(curves)
     return out

@@ -17,10 +17,10 @@ from jinja2 import Environment
 from backpressure.generator.site.publish import assemble
 from backpressure.generator.site import charts
 from backpressure.generator.site.chart_pack import pack
-from backpressure.generator.site.pages import config_context, page_path
+from backpressure.generator.site.pages import RULE_LABELS, Limits, config_context, page_path
 from backpressure.generator.records import ResultRow
 from backpressure.generator.results_io import row_json
-from backpressure.generator.site.hubs import break_rps
+from backpressure.generator import text
 from backpressure.generator.keys import depth
 from backpressure.generator.site.svg import badge, fallbacks
 
@@ -30,14 +30,19 @@ if TYPE_CHECKING:
 
 SUMMARY_FIELDS = (
     "error_band_pct",
-    "effective_concurrency",
+    "serving_band_pct",
+    "max_concurrency",
     "binding_ceiling",
+    "saturation_bound",
     "kv_dtype",
-    *(
-        f"{k}_rps{s}"
-        for k in ("saturation", "shed_onset", "p99_break", "ttft_break")
-        for s in ("", "_low", "_high")
-    ),
+    "usable",
+    "fails_at_any_load",
+    "breaking_rule",
+    *(f"{k}{s}" for k in ("saturation_rps", "breaking_rps") for s in ("", "_low", "_high")),
+    "shed_onset_rps",
+    "p99_break_rps",
+    "ttft_break_rps",
+    "soak_break_rps",
 )
 
 
@@ -50,21 +55,27 @@ class Written:
 
 
 def badge_parts(row: ResultRow) -> tuple[str, str]:
-    """The badge's two halves."""
+    """The badge's two halves: the breaking rate and its rule, or why there is none."""
     if not row.fits:
         return "backpressure", "does not fit"
-    b = break_rps(row)
-    tail = f" · breaks at {b:.3g} rps ±{row.error_band_pct} %" if b is not None else ""
-    return "backpressure", f"{row.effective_concurrency} concurrent{tail}"
+    if row.usable is False:
+        return "backpressure", "too slow to use"
+    if row.fails_at_any_load:
+        return "backpressure", f"fails at any load ({RULE_LABELS.get(row.breaking_rule or '', '')})"
+    if row.breaking_rps is None:
+        return "backpressure", "not simulated"
+    rule = RULE_LABELS.get(row.breaking_rule or "", "")
+    return "backpressure", (f"breaks at {text.rps(row.breaking_rps)} rps "
+                            f"±{row.serving_band_pct} % ({rule})")
 
 
 def render_config(
-    env: Environment, m: SiteModel, row: ResultRow, slo: float
+    env: Environment, m: SiteModel, row: ResultRow, lim: Limits
 ) -> tuple[str, str, str]:
     """(title, description, body HTML) of one config page."""
     curves = m.curves.get(row.config_id)
-    data = charts.datasets_for(row, curves, slo)
-    ctx = config_context(m.cat, row, curves, m.nearest.get(row.config_id, []), data)
+    data = charts.datasets_for(row, curves, lim)
+    ctx = config_context(m.cat, row, curves, m.nearest.get(row.config_id, []), data, lim)
     _left, right = badge_parts(row)
     link = f"{m.site_url}/{row.permalink}" if m.site_url else f"/{row.permalink}"
     alt = f"{ctx['title']}: {right}"
@@ -78,13 +89,13 @@ def render_config(
 
 
 def config_files(
-    env: Environment, m: SiteModel, row: ResultRow, slo: float, shell: assemble.Shell
+    env: Environment, m: SiteModel, row: ResultRow, lim: Limits, shell: assemble.Shell
 ) -> tuple[dict[str, bytes], list[str]]:
     """The cache entry of one config (page, badge, JSON) and the links in its page's body."""
-    title, desc, body = render_config(env, m, row, slo)
+    title, desc, body = render_config(env, m, row, lim)
     parts = {
         "html": shell.wrap(title, desc, body).encode("utf-8"),
-        "svg": badge(*badge_parts(row), row.fits).encode("utf-8"),
+        "svg": badge(*badge_parts(row), row.breaking_rps is not None).encode("utf-8"),
         "json": _json(row_json(row)).encode("utf-8"),
     }
     return parts, assemble.page_links(body)
@@ -96,7 +107,7 @@ def write_configs(
     tree: Tree,
     shells: dict[int, assemble.Shell],
     keys: dict[str, str],
-    slo: float,
+    lim: Limits,
 ) -> Written:
     """Place every config's page, badge and JSON in the tree, rendering only cache misses."""
     cache = tree.cache
@@ -106,7 +117,7 @@ def write_configs(
         key = keys[row.config_id]
         cached = cache.config(key)
         if cached is None:
-            parts, body_links = config_files(env, m, row, slo, shells[depth(row.permalink)])
+            parts, body_links = config_files(env, m, row, lim, shells[depth(row.permalink)])
             entry = cache.put_config(key, parts, body_links)
             rendered.append(row.config_id)
         else:

@@ -19,35 +19,49 @@ HEADLINE_CONTEXT = 8192
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One config as a compact table cell."""
+    """One config as a compact table cell: the breaking rate and its rule, or why none.
+
+    ``status`` is ``rate`` (a breaking rate), ``any`` (fails at any load),
+    ``slow`` (too slow to use), ``none`` (not simulated) or ``nofit``.
+    """
 
     url: str
     fits: bool
-    slots: int
+    status: str
+    held: int
     binding: str
     break_rps: float | None
+    rule: str
     band_pct: int
     short_bytes: int
 
 
-def break_rps(row: ResultRow) -> float | None:
-    """The rate where the config first breaks its latency budget (p99 or TTFT)."""
-    hits = [v for v in (row.p99_break_rps, row.ttft_break_rps) if v is not None]
-    return min(hits) if hits else None
+BOUND_LABELS = {"kv": "KV", "seqs": "seqs", "bandwidth": "BW", "compute": "FLOPs", "host": "host"}
+RULE_SHORT = {"ttft": "TTFT", "p99": "p99", "error_budget": "shed", "soak": "soak"}
+
+
+def status(row: ResultRow) -> str:
+    """Which kind of cell a row is."""
+    if not row.fits:
+        return "nofit"
+    if row.usable is False:
+        return "slow"
+    if row.fails_at_any_load:
+        return "any"
+    return "rate" if row.breaking_rps is not None else "none"
 
 
 def cell(row: ResultRow, root: str) -> Cell:
     """A row as a linked table cell, its URL relative via ``root``."""
-    binding = {"kv": "KV", "bandwidth": "BW", "compute": "FLOPs"}.get(
-        row.binding_ceiling or "", "?"
-    )
     return Cell(
         root + row.permalink,
         row.fits,
-        row.effective_concurrency,
-        binding,
-        break_rps(row),
-        row.error_band_pct,
+        status(row),
+        row.max_concurrency or 0,
+        BOUND_LABELS.get(row.saturation_bound or "", "?"),
+        row.breaking_rps,
+        RULE_SHORT.get(row.breaking_rule or "", ""),
+        row.serving_band_pct or row.error_band_pct,
         row.shortfall_bytes,
     )
 

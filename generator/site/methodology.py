@@ -6,20 +6,54 @@ from typing import Any
 
 from backpressure.catalog.loader import Catalog
 from backpressure.engine import bands
-from backpressure.generator.site.pages import classify
+from backpressure.generator import text
+from backpressure.generator.site.pages import Limits, classify
 
 
-def slo_ms(cat: Catalog) -> float:
-    """The p99 SLO the sweep judges against [ms].
-
-    Unset in the settings, it is the TTFT budget plus the output streamed at the
-    slowest per-stream speed that still counts as serving.
-    """
+def settings_rows(cat: Catalog) -> dict[str, Any]:
+    """The sweep's settings as the methodology page prints them (every one from the catalog)."""
     s = cat.settings
-    if s.p99_slo_ms is not None:
-        return float(s.p99_slo_ms)
-    floor = cat.calibration["min_stream_tokens_per_s"].value
-    return float(s.ttft_budget_ms + s.output_tokens / floor * 1000)
+    lim = Limits.of(cat)
+    vllm = cat.runtimes.get("vllm")
+    llama = cat.runtimes.get("llama.cpp")
+    sec = text.seconds
+    defaults = ""
+    if vllm is not None and vllm.max_num_seqs and vllm.large_gpu_memory_bytes:
+        defaults = (
+            f"{vllm.max_num_seqs:,} sequences and {vllm.max_num_batched_tokens:,} tokens a step, "
+            f"{vllm.large_gpu_max_num_seqs:,} and {vllm.large_gpu_max_num_batched_tokens:,} on "
+            f"GPUs with {vllm.large_gpu_memory_bytes / 1024**3:,.0f} GiB or more"
+            + (f" unless their name contains {vllm.small_defaults_name}"
+               if vllm.small_defaults_name else "")
+        )
+    return {
+        "contexts": ", ".join(f"{c:,}" for c in s.contexts),
+        "quants": ", ".join(s.sweep_quants),
+        "prompt": s.prompt_tokens,
+        "output": s.output_tokens,
+        "ttft": sec(lim.ttft_budget_ms / 1000),
+        "slo": sec(lim.p99_slo_ms / 1000),
+        "budget": text.share(1 - s.availability),
+        "soak_util": text.share(s.soak_utilization),
+        "soak_s": sec(s.soak_seconds),
+        "floor": f"{s.min_usable_tokens_per_s:g}",
+        "floor_reason": s.min_usable_reason,
+        "measure": s.measure_requests,
+        "min_measured": s.min_measured_requests,
+        "min_measure": sec(s.min_measure_seconds),
+        "warmup": sec(s.warmup_seconds),
+        "min_warmup": sec(min(5.0, s.warmup_seconds)),
+        "lowest": text.share(s.load_min_fraction),
+        "doublings": s.max_load_doublings,
+        "tolerance": text.share(s.breaking_tolerance),
+        "depth": f"{s.queue_depth_per_slot:g}",
+        "max_age": sec(s.queue_max_age_s),
+        "seed": s.seed,
+        "block": vllm.block_tokens if vllm is not None and vllm.block_tokens else 16,
+        "vllm_defaults": defaults,
+        "n_batch": llama.n_batch if llama is not None and llama.n_batch else 0,
+        "n_ubatch": llama.n_ubatch if llama is not None and llama.n_ubatch else 0,
+    }
 
 
 def _runtime_rows(cat: Catalog) -> list[dict[str, str]]:
@@ -75,22 +109,5 @@ def methodology_context(cat: Catalog) -> dict[str, Any]:
         "large_b": bands.LARGE_PARAMS / 1e9,
         "tight": bands.TIGHT_SLOTS,
         "snug": bands.SNUG_SLOTS,
-        "settings": {
-            "contexts": ", ".join(f"{c:,}" for c in s.contexts),
-            "quants": ", ".join(s.sweep_quants),
-            "prompt": s.prompt_tokens,
-            "output": s.output_tokens,
-            "ttft": s.ttft_budget_ms,
-            "slo": slo_ms(cat),
-            "soak_util": s.soak_utilization,
-            "soak_s": s.soak_seconds,
-            "seed": s.seed,
-            "sim_s": s.sim_seconds,
-            "min_services": s.sim_min_service_times,
-            "points": s.load_points,
-            "min_fraction": s.load_min_fraction,
-            "max_fraction": s.load_max_fraction,
-            "depth": s.queue_depth_per_slot,
-            "max_age": s.queue_max_age_s,
-        },
+        "settings": settings_rows(cat),
     }

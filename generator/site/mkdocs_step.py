@@ -23,6 +23,7 @@ from backpressure.generator.paths import ROOT, TEMPLATES
 from backpressure.generator.site.hubs import gpu_context, gpu_index, home_context, model_context, model_index
 from backpressure.generator.keys import depth, digest, files_digest, json_digest, package_versions
 from backpressure.generator.site.methodology import methodology_context
+from backpressure.generator.site.model import accuracy_context
 from backpressure.generator.site.scenarios import scenario_contexts
 
 if TYPE_CHECKING:
@@ -39,6 +40,8 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     yield "gpu/index.md", "pages/gpus.md.j2", {"devices": gpu_index(m.cat, m.by_gpu)}
     yield "model/index.md", "pages/models.md.j2", {"models": model_index(m.cat, m.by_model)}
     yield "methodology.md", "pages/methodology.md.j2", methodology_context(m.cat)
+    accuracy = m.accuracy if m.accuracy is not None else accuracy_context(m.cat)
+    yield "accuracy.md", "pages/accuracy.md.j2", accuracy
     yield "search.md", "pages/search.md.j2", {}
     scenarios = m.scenarios
     if scenarios is None:

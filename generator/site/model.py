@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from backpressure.catalog.loader import Catalog
-from backpressure.generator.keys import curves_json
+from backpressure.generator.keys import code_digest, curves_json, digest, files_digest, json_digest
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.site.data import CurveLines, read_curve_lines, read_rows
 from backpressure.generator.site.pages import NearestFits
@@ -27,6 +27,7 @@ class SiteModel:
     curves: Mapping[str, Curves]
     site_url: str
     scenarios: list[dict[str, Any]] | None = None
+    accuracy: dict[str, Any] | None = None
     by_gpu: dict[str, list[ResultRow]] = field(default_factory=dict)
     by_model: dict[str, list[ResultRow]] = field(default_factory=dict)
     nearest: dict[str, list[ResultRow]] = field(default_factory=dict)
@@ -52,4 +53,32 @@ def gather(
     rows = read_rows(results_dir)
     curves = read_curve_lines(results_dir)
     scenarios = scenario_contexts(cat.root / "scenarios", cache, cat)
-    return SiteModel(cat, rows, curves, site_url.rstrip("/"), scenarios)
+    return SiteModel(cat, rows, curves, site_url.rstrip("/"), scenarios,
+                     accuracy_context(cat, cache))
+
+
+ACCURACY_MODULE = "backpressure.generator.accuracy.page"
+
+
+def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str, Any]:
+    """The accuracy page's numbers: published runs replayed (a second or two; cached by
+    the code, the data files and the catalog)."""
+    from backpressure.generator.accuracy.page import serving_context
+    from backpressure.generator.accuracy.serving import DATA
+
+    if cache is None:
+        return {"serving": serving_context(cat)}
+    key = digest(
+        code_digest(ACCURACY_MODULE),
+        files_digest(sorted(p for p in DATA.iterdir() if p.is_file()), DATA),
+        json_digest({kind: {k: v.model_dump(mode="json") for k, v in table.items()}
+                     for kind, table in (("gpus", cat.gpus), ("rigs", cat.rigs),
+                                         ("models", cat.models), ("quants", cat.quants),
+                                         ("runtimes", cat.runtimes),
+                                         ("calibration", cat.calibration))}),
+    )
+    ctx = cache.doc("accuracy", key)
+    if ctx is None:
+        ctx = {"serving": serving_context(cat)}
+        cache.put_doc("accuracy", key, ctx)
+    return dict(ctx)

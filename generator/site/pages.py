@@ -11,6 +11,7 @@ from typing import Any
 
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.records import Curves, ResultRow, context_label
+from backpressure.generator import text
 from backpressure.generator.text import gib, params_b
 
 GIB = 1024**3
@@ -89,6 +90,7 @@ def provenance(cat: Catalog, row: ResultRow) -> dict[str, tuple[str, str]]:
     cfg = model.sources.get("config", "") if model else ""
     exact = row.kv_basis == "exact"
     cal = cat.calibration.get("bandwidth_efficiency_nvidia")
+    heuristic = cat.calibration.get("kv_heuristic_mib_per_billion")
     return {
         "memory": ("datasheet", dev.get("memory_bytes", "")),
         "weights": (
@@ -99,17 +101,19 @@ def provenance(cat: Catalog, row: ResultRow) -> dict[str, tuple[str, str]]:
         "kv": (
             ("config.json", cfg)
             if exact
-            else ("assumed", "0.017 MiB per token per billion parameters (grouped-query heuristic)")
+            else ("assumed", heuristic.source if heuristic else "")
         ),
         "decode": ("calibrated", cal.source if cal else ""),
-        "breaking": ("calibrated", "deterministic load simulation over the calibrated step model"),
-        "charts": ("calibrated", "deterministic load simulation over the calibrated step model"),
+        "breaking": ("calibrated", "the runtime's scheduler simulated request by request over the "
+                     "calibrated step model (benchmarks/serving-report.txt)"),
+        "charts": ("calibrated", "the runtime's scheduler simulated request by request over the "
+                   "calibrated step model"),
     }
 
 
-def arithmetic(row: ResultRow, n: Names) -> list[tuple[str, str, str]]:
+def arithmetic(row: ResultRow, n: Names, heuristic_mib: float) -> list[tuple[str, str, str]]:
     """The worked arithmetic as (name, expression, value) rows, in this config's numbers."""
-    kv_label = "exact" if row.kv_basis == "exact" else "0.017 MiB/B heuristic"
+    kv_label = "exact" if row.kv_basis == "exact" else f"{heuristic_mib:g} MiB/B heuristic"
     capped = row.kv_bytes_per_request != row.kv_bytes_per_token * row.context
     budget = f"floor({gib(row.kv_budget_bytes)} / {gib(row.kv_bytes_per_request)})"
     return [
@@ -130,27 +134,94 @@ def arithmetic(row: ResultRow, n: Names) -> list[tuple[str, str, str]]:
     ]
 
 
-BREAKS = (
-    ("saturation", "Slots saturate", "every slot busy; from here requests queue"),
-    ("shed_onset", "Queue starts shedding", "the queue stops absorbing and drops the overflow"),
-    ("p99_break", "p99 breaks the SLO", "p99 latency crosses the SLO"),
-    ("ttft_break", "TTFT breaks 1500 ms", "time to first token crosses the hard budget"),
-    ("soak_break", "Soak fails", "85 % utilization or more held for 2 simulated minutes"),
-)
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The thresholds a page prints, as the build computed with them (catalog settings)."""
+
+    ttft_budget_ms: float
+    p99_slo_ms: float
+    availability: float
+    soak_utilization: float
+    soak_s: float
+    prompt_tokens: int
+    output_tokens: int
+    min_usable_tokens_per_s: float
+    min_stream_tokens_per_s: float
+
+    @classmethod
+    def of(cls, cat: Catalog) -> Limits:
+        """The catalog's settings (the p99 SLO derived where unset)."""
+        s = cat.settings
+        floor = cat.calibration["min_stream_tokens_per_s"].value
+        slo = s.p99_slo_ms or s.ttft_budget_ms + 1000.0 * s.output_tokens / floor
+        return cls(float(s.ttft_budget_ms), float(slo), s.availability, s.soak_utilization,
+                   float(s.soak_seconds), s.prompt_tokens, s.output_tokens,
+                   s.min_usable_tokens_per_s, floor)
 
 
-def breaking_points(row: ResultRow) -> list[dict[str, Any]]:
-    """The four breaking points with their bands; ``value`` is None where not reached."""
+RULE_KEYS = {
+    "ttft": "ttft_break_rps",
+    "p99": "p99_break_rps",
+    "error_budget": "shed_onset_rps",
+    "soak": "soak_break_rps",
+}
+RULE_LABELS = {
+    "ttft": "TTFT",
+    "p99": "p99 latency",
+    "error_budget": "error budget (shedding)",
+    "soak": "soak",
+}
+
+
+def breaking_points(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
+    """The serving points with their bands; ``value`` is None where not reached.
+
+    The breaking rate itself is bisected; each rule's own rate is interpolated
+    between the runs on either side of it.
+    """
+    seconds = text.seconds
+    points = (
+        ("saturation_rps", "Saturation (closed loop)",
+         "the most requests per second the server completes, every slot of the profile busy"),
+        ("shed_onset_rps", "The queue starts shedding",
+         f"more than {text.share(1 - lim.availability)} of requests lost: the error budget"),
+        ("ttft_break_rps", f"TTFT breaks {seconds(lim.ttft_budget_ms / 1000)}",
+         "the 99th percentile of time to first token crosses the budget"),
+        ("p99_break_rps", f"p99 breaks the {seconds(lim.p99_slo_ms / 1000)} SLO",
+         "the 99th percentile of end-to-end latency crosses the SLO"),
+        ("soak_break_rps", f"Soak: {text.share(lim.soak_utilization)} held",
+         f"the rationed resource {text.share(lim.soak_utilization)} or more occupied, "
+         f"held over the measured window (up to {seconds(lim.soak_s)})"),
+    )
+    out = []
+    pct = row.serving_band_pct or 0
+    for key, label, meaning in points:
+        value = getattr(row, key)
+        out.append({
+            "key": key, "label": label, "meaning": meaning, "value": value,
+            "low": None if value is None else value * (1 - pct / 100),
+            "high": None if value is None else value * (1 + pct / 100),
+            "headline": RULE_KEYS.get(row.breaking_rule or "") == key,
+        })
+    return out
+
+
+def profile(lim: Limits) -> str:
+    """The request profile in words."""
+    return (f"every request sends {lim.prompt_tokens:,} prompt tokens and asks for "
+            f"{lim.output_tokens:,} output tokens")
+
+
+def concurrency_rows(c: Curves | None) -> list[dict[str, Any]]:
+    """The closed-loop table: users, TTFT, TPOT, tokens/s per user and in total."""
+    if c is None or not c.users:
+        return []
     return [
-        {
-            "key": key,
-            "label": label,
-            "meaning": meaning,
-            "value": getattr(row, f"{key}_rps"),
-            "low": getattr(row, f"{key}_rps_low"),
-            "high": getattr(row, f"{key}_rps_high"),
-        }
-        for key, label, meaning in BREAKS
+        {"users": u, "ttft_ms": ttft, "tpot_ms": tpot, "per_user": per, "total": total,
+         "rps": rps, "running": run}
+        for u, ttft, tpot, per, total, rps, run in zip(
+            c.users, c.conc_ttft_ms, c.conc_tpot_ms, c.conc_tokens_per_user,
+            c.conc_output_tps, c.conc_requests_per_s, c.conc_running, strict=True)
     ]
 
 
@@ -199,6 +270,7 @@ def config_context(
     curves: Curves | None,
     nearest: list[ResultRow],
     chart_data: dict[str, Any],
+    lim: Limits,
 ) -> dict[str, Any]:
     """Everything ``config.html.j2`` renders for one config.
 
@@ -219,11 +291,15 @@ def config_context(
         "json_url": f"{root}api/configs/{row.config_id}.json",
         "badge_url": "badge.svg",
         "permalink": row.permalink,
-        "arithmetic": arithmetic(row, n),
-        "breaks": breaking_points(row),
+        "arithmetic": arithmetic(row, n, cat.calibration["kv_heuristic_mib_per_billion"].value),
+        "breaks": breaking_points(row, lim),
+        "limits": lim,
+        "profile": profile(lim),
+        "table": concurrency_rows(curves),
+        "rule_label": RULE_LABELS.get(row.breaking_rule or "", ""),
         "prov": provenance(cat, row),
         "nearest": [{"row": r, "url": root + r.permalink, "names": names(cat, r)} for r in nearest],
-        "has_curves": bool(curves and curves.load_rps),
+        "has_curves": bool(chart_data),
         "chart_data": chart_data,
         "keywords": search_keywords(row),
     }

@@ -14,15 +14,16 @@ from markupsafe import escape
 
 W, H, PAD = 640, 220, 34
 COLORS = {
-    "p50": "#4c78a8",
-    "p99": "#e45756",
-    "TTFT": "#f58518",
-    "slot occupancy": "#4c78a8",
-    "shed share": "#e45756",
+    "TTFT p50": "#4c78a8",
+    "TTFT p99": "#f58518",
+    "latency p99": "#e45756",
+    "occupancy": "#4c78a8",
+    "lost share": "#e45756",
     "goodput": "#54a24b",
     "queue depth": "#e45756",
-    "TTFT [ms]": "#4c78a8",
-    "error budget left": "#f58518",
+    "p99 TTFT [ms]": "#f58518",
+    "requests lost": "#b279a2",
+    "throughput": "#4c78a8",
 }
 
 
@@ -107,8 +108,12 @@ def fallbacks(datasets: dict[str, Any]) -> dict[str, str]:
             "share",
             True,
             False,
-            "slot occupancy and shed share",
+            "occupancy and lost share",
         )
+    if "tradeoff" in datasets:
+        rows = [{**r, "series": "throughput"} for r in datasets["tradeoff"]["tradeoff"]]
+        out["tradeoff"] = sketch(rows, "series", "per_user", "total", True, True,
+                                 "total throughput against tokens/s per user")
     if "timeline" in datasets:
         out["timeline"] = sketch(
             datasets["timeline"]["timeline"],

@@ -10,15 +10,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
+from backpressure.engine.bands import Band
 from backpressure.engine.results import CapacityResult
-from backpressure.engine.sim.breaking import BreakPoints
-from backpressure.engine.sim.run import Scratch
 from backpressure.generator import resolve
 from backpressure.generator.keys import row_fingerprint
 from backpressure.generator.records import Curves, ResultRow, permalink
+from backpressure.generator.resolve import configure
 from backpressure.generator.sweep.combos import Combo
-from backpressure.generator.sweep.rig import LoadSettings, break_fields, load_sweep_many
-from backpressure.generator.text import verdict
+from backpressure.generator.sweep.publish import curves_of, serving_band, serving_fields
+from backpressure.generator.sweep.rig import (
+    LoadSettings,
+    Serving,
+    build_server,
+    serving_key,
+    simulate,
+)
 
 
 def _row_dict(row: ResultRow) -> dict[str, Any]:
@@ -31,36 +37,50 @@ def evaluate(cat: Catalog, combo: Combo, inputs_key: str) -> tuple[ResultRow, Cu
 
 
 def evaluate_many(
-    cat: Catalog, todo: Sequence[tuple[Combo, str]], scratch: Scratch | None = None
+    cat: Catalog, todo: Sequence[tuple[Combo, str]], memo: dict[str, Serving] | None = None
 ) -> list[tuple[ResultRow, Curves]]:
-    """Cost combos and find their breaking points, load-sweeping them in shared batches.
+    """Cost combos and simulate their servers; entry ``i`` equals ``evaluate(cat, *todo[i])``.
 
-    Entry ``i`` equals ``evaluate(cat, *todo[i])``; ``scratch`` (reused memory for
-    the simulation) changes no result.
+    ``memo`` keeps simulations by content key (:func:`serving_key`), so configs
+    whose servers are the same (a vLLM config at several contexts) are simulated
+    once; it changes no result.
     """
-    caps = [_capacity(cat, combo) for combo, _ in todo]
     settings = LoadSettings.from_catalog(cat)
-    swept = load_sweep_many(caps, settings, [c.id for c, _ in todo], scratch)
-    return [
-        (_row(cat, combo, key, cap, points), curves)
-        for (combo, key), cap, (points, curves) in zip(todo, caps, swept, strict=True)
-    ]
-
-
-def _capacity(cat: Catalog, combo: Combo) -> CapacityResult:
-    return resolve.estimate(
-        resolve.device_for(cat, combo.device),
-        resolve.runtime_profile(cat.runtimes[combo.runtime]),
-        resolve.weight_format(cat.quants[combo.quant]),
-        resolve.constants(cat),
-        combo.context,
-        resolve.kv_bytes(cat.kv_dtypes[combo.kv_dtype]),
-        arch=cat.archs[combo.model],
-    )
+    memo = {} if memo is None else memo
+    out = []
+    for combo, key in todo:
+        cfg = configure(
+            cat,
+            combo.device,
+            combo.quant,
+            combo.context,
+            combo.model,
+            runtime=combo.runtime,
+            kv_dtype=combo.kv_dtype,
+        )
+        cap = cfg.capacity()
+        srv = build_server(cfg.device, cfg.runtime, cfg.fmt, cfg.constants, cfg.arch, cap, settings)
+        serving = None
+        if srv is not None:
+            skey = serving_key(srv, settings)
+            if skey not in memo:
+                memo[skey] = simulate(srv, settings, skey)
+            serving = memo[skey]
+        band = serving_band(cat, cfg, cap)
+        out.append(
+            (_row(cat, combo, key, cap, serving, band, settings), curves_of(combo.id, serving))
+        )
+    return out
 
 
 def _row(
-    cat: Catalog, combo: Combo, inputs_key: str, cap: CapacityResult, points: BreakPoints
+    cat: Catalog,
+    combo: Combo,
+    inputs_key: str,
+    cap: CapacityResult,
+    serving: Serving | None,
+    band: Band,
+    s: LoadSettings,
 ) -> ResultRow:
     dev = resolve.device_for(cat, combo.device)
     shortfall = 0 if cap.fits else cap.kv_bytes_per_request - cap.kv_budget_bytes
@@ -92,12 +112,10 @@ def _row(
         prefill_tokens_per_s=cap.prefill_tokens_per_s,
         bandwidth_concurrency=cap.bandwidth_concurrency,
         binding_ceiling=cap.binding_ceiling,
-        effective_concurrency=cap.effective_concurrency,
         error_band_pct=cap.error_band_pct,
         error_band_reason=cap.error_band_reason,
-        verdict=verdict(cap),
         fingerprint="",
-        **break_fields(points, cap.error_band_pct),
+        **serving_fields(cap, serving, band, s),
     )
     return _with_fingerprint(row, inputs_key)
 

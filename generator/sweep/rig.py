@@ -1,65 +1,71 @@
-"""Breaking points of a config: its LLM rig pushed through the load simulation.
+"""One config as a model server under load: concurrency table, saturation, breaking rate.
 
-The rig is the simplest honest one: seeded Poisson load into an LLM server whose
-queue buffers (up to a depth, abandoning requests older than an age) in front of
-``effective_concurrency`` slots. Every load level of the grid is one lane of the
-simulation, and a batch of configs shares one tick loop (their rigs have the same
-shape), each with its own seed; the breaking points are the lowest levels at which
-each failure rule fires. A config gives the same numbers alone or in any batch.
+The catalog's settings become the engine's request profile, failure rules and
+search (:class:`LoadSettings`); the costed config becomes a model server
+(:func:`backpressure.engine.serving.spec.server`) whose runtime schedules it
+(vLLM's paged blocks or llama.cpp's slots). Configs whose servers are the same
+(a vLLM config's KV pool does not depend on the context it is swept at) are
+simulated once: :func:`serving_key` names a server by its content, and the
+arrival seed comes from that key.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 from backpressure.catalog.loader import Catalog
+from backpressure.engine.arch import ModelArch
+from backpressure.engine.inputs import Constants, Device, Runtime, WeightFormat
 from backpressure.engine.results import CapacityResult
-from backpressure.engine.rng import mulberry32
-from backpressure.engine.sim.breaking import NODE, BreakPoints, reduce, sig, steady
-from backpressure.engine.sim.model import (
-    TICK_S,
-    LlmSpec,
-    NodeKind,
-    NodeSpec,
-    Rules,
-    SimSpec,
-    slot_time_s,
+from backpressure.engine.serving import kernel
+from backpressure.engine.serving.breaking import (
+    Breaking,
+    Concurrency,
+    Epochs,
+    Search,
+    concurrency_table,
+    find_breaking,
+    open_loop,
+    saturation_rps,
 )
-from backpressure.engine.sim.queueing import Discipline
-from backpressure.engine.sim.run import MAX_LANES, Scratch, SimResult, simulate_many
-from backpressure.engine.sim.traffic import SourceSpec
-from backpressure.generator.keys import seed_for
-from backpressure.generator.records import Curves
+from backpressure.engine.serving.model import Policy, Server
+from backpressure.engine.serving.rules import Limits, Verdict
+from backpressure.engine.serving.run import BIN_S, Run, serve
+from backpressure.engine.serving.spec import requests_held, server
 
 Array = npt.NDArray[np.float64]
 
-TIMELINE_STEP_S = 1.0  # the timeline chart shows one point per simulated second,
-TIMELINE_POINTS = 360  # or fewer, evenly spaced, for runs longer than six minutes
+TIMELINE_POINTS = 180  # the timeline chart shows at most this many seconds' points
 
 
 @dataclass(frozen=True, slots=True)
 class LoadSettings:
-    """Request profile, failure rules and the load grid (catalog/settings.yaml)."""
+    """Request profile, failure rules and the search (catalog/settings.yaml)."""
 
     prompt_tokens: int
     output_tokens: int
     ttft_budget_ms: float
     p99_slo_ms: float
+    availability: float
     soak_utilization: float
     soak_s: float
-    points: int
-    min_fraction: float
-    max_fraction: float
-    sim_seconds: float
-    min_service_times: float
+    measure_requests: int
+    min_measured: int
+    min_measure_s: float
+    warmup_s: float
+    lowest_fraction: float
+    tolerance: float
+    max_raise: int
+    max_users: int
+    curve_fractions: tuple[float, ...]
     seed: int
     queue_depth_per_slot: float
     queue_max_age_s: float
+    min_usable_tokens_per_s: float
 
     @classmethod
     def from_catalog(cls, cat: Catalog) -> LoadSettings:
@@ -72,187 +78,257 @@ class LoadSettings:
             s.output_tokens,
             s.ttft_budget_ms,
             p99,
+            s.availability,
             s.soak_utilization,
             s.soak_seconds,
-            s.load_points,
+            s.measure_requests,
+            s.min_measured_requests,
+            s.min_measure_seconds,
+            s.warmup_seconds,
             s.load_min_fraction,
-            s.load_max_fraction,
-            s.sim_seconds,
-            s.sim_min_service_times,
+            s.breaking_tolerance,
+            s.max_load_doublings,
+            s.max_users,
+            tuple(s.curve_fractions),
             s.seed,
             s.queue_depth_per_slot,
             s.queue_max_age_s,
+            s.min_usable_tokens_per_s,
+        )
+
+    def limits(self) -> Limits:
+        """The failure rules in the engine's units."""
+        return Limits(
+            self.ttft_budget_ms / 1e3,
+            self.p99_slo_ms / 1e3,
+            self.availability,
+            self.soak_utilization,
+            self.soak_s,
+        )
+
+    def search(self) -> Search:
+        """How the breaking rate is searched for, and how long a run lasts."""
+        return Search(
+            self.soak_s,
+            self.measure_requests,
+            self.min_measured,
+            self.min_measure_s,
+            self.warmup_s,
+            min(5.0, self.warmup_s),
+            self.lowest_fraction,
+            self.tolerance,
+            self.max_raise,
+            self.max_users,
         )
 
 
-def llm_spec(cap: CapacityResult, s: LoadSettings) -> LlmSpec:
-    """The capacity engine's numbers as the simulation's LLM node."""
-    return LlmSpec(
-        slots=cap.effective_concurrency,
-        prefill_tokens_per_s=cap.prefill_tokens_per_s or 0.0,
-        step_fixed_s=cap.step_fixed_s or 0.0,
-        step_per_kv_token_s=cap.step_per_kv_token_s or 0.0,
-        step_compute_per_seq_s=cap.step_compute_per_seq_s or 0.0,
-        prompt_tokens=s.prompt_tokens,
-        output_tokens=s.output_tokens,
-    )
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """What the sweep publishes about one model server under load.
 
-
-def mean_service_s(cap: CapacityResult, s: LoadSettings) -> float:
-    """Seconds a request holds a slot when every slot is busy."""
-    busy = np.array([float(cap.effective_concurrency)])
-    return float(slot_time_s(llm_spec(cap, s), busy)[0])
-
-
-def run_seconds(service: float, s: LoadSettings) -> float:
-    """Simulated duration: ``sim_seconds``, or whole multiples of it to span enough services."""
-    return s.sim_seconds * max(1, math.ceil(s.min_service_times * service / s.sim_seconds - 1e-9))
-
-
-def rig(cap: CapacityResult, s: LoadSettings, name: str, duration_s: float) -> SimSpec:
-    """Load -> LLM server with a buffering queue, under the catalog's failure rules.
-
-    The run lasts ``duration_s`` (:func:`run_seconds` of the config's service time).
+    ``table`` is the closed-loop concurrency table; ``breaking`` the open-loop
+    search, ``None`` when the config is too slow to use (its single stream is
+    under the floor); ``curve`` the open-loop runs for the latency chart, by
+    rate; ``timeline`` the per-second run at the breaking rate.
     """
-    llm = llm_spec(cap, s)
-    node = NodeSpec(
-        name=NODE,
-        parent="load",
-        kind=NodeKind.LLM,
-        discipline=Discipline.BUFFER,
-        servers=llm.slots,
-        max_depth=s.queue_depth_per_slot * llm.slots,
-        max_age_s=s.queue_max_age_s,
-        resource="slots",
-        llm=llm,
-    )
-    rules = Rules(
-        p99_slo_ms=s.p99_slo_ms,
-        ttft_budget_ms=s.ttft_budget_ms,
-        soak_utilization=s.soak_utilization,
-        soak_s=s.soak_s,
-    )
-    return SimSpec(
-        name=name,
-        source=SourceSpec(),
-        nodes=(node,),
-        rules=rules,
-        duration_s=duration_s,
-    )
+
+    max_concurrency: int
+    table: tuple[Concurrency, ...]
+    saturation_rps: float
+    bound: str
+    breaking: Breaking | None
+    curve: tuple[Verdict, ...]
+    timeline: Timeline | None
+
+    @property
+    def single(self) -> Concurrency:
+        """The closed-loop point with one user."""
+        return self.table[0]
+
+    @property
+    def usable(self) -> bool:
+        """Whether one stream decodes at least at the floor."""
+        return self.breaking is not None
+
+    @property
+    def reached_concurrency(self) -> float:
+        """Mean sequences running at the busiest closed-loop point [-]."""
+        return max(p.running for p in self.table)
 
 
-def grid(saturation: float, s: LoadSettings) -> Array:
-    """Offered-load levels, log-spaced around the analytic saturation rate."""
-    fractions = np.geomspace(s.min_fraction, s.max_fraction, s.points)
-    return np.array([sig(saturation * f) for f in fractions])
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """One open-loop run, second by second: queue, occupancy, TTFT, lost requests."""
+
+    rate: float
+    seconds: tuple[float, ...]
+    queue_depth: tuple[float, ...]
+    occupancy: tuple[float, ...]
+    ttft_p99_ms: tuple[float | None, ...]
+    lost: tuple[float, ...]
 
 
-def _curves(
-    cid: str, levels: Array, res: SimResult, breaking_lane: int | None, offered: Array, lost: Array
-) -> Curves:
-    """Chart series of one config; ``offered`` and ``lost`` are its per-lane totals."""
-    f = res.flows[NODE]
-    lat = res.latency
-    ticks = f["backlog"].shape[1]
-    step = max(1, round(TIMELINE_STEP_S / TICK_S), math.ceil(ticks / TIMELINE_POINTS))
-    lane = breaking_lane if breaking_lane is not None else len(levels) - 1
+def serving_key(srv: Server, s: LoadSettings) -> str:
+    """A content hash of a server and the settings it is run under.
 
-    def r(a: Array) -> tuple[float, ...]:
-        # _sig(v, 5) of every value, formatted in one call: the same digits
-        values = a.tolist()
-        return tuple(map(float, (("%.5g " * len(values)) % tuple(values)).split()))
-
-    return Curves(
-        config_id=cid,
-        load_rps=r(levels),
-        p50_ms=r(steady(lat.p50_ms[NODE])),
-        p99_ms=r(steady(lat.path_p99_ms[NODE])),
-        ttft_ms=r(steady(lat.ttft_ms[NODE])),
-        slot_occupancy=r(steady(f["utilization"])),
-        goodput_rps=r(steady(f["served"]) / TICK_S),
-        shed_share=r(np.where(offered > 0, lost / np.maximum(offered, 1e-12), 0.0)),
-        timeline_rps=float(levels[lane]),
-        timeline_s=r(np.arange(0, f["backlog"].shape[1], step) * TICK_S),
-        timeline_queue_depth=r(f["backlog"][lane, ::step]),
-        timeline_ttft_ms=r(lat.ttft_ms[NODE][lane, ::step]),
-        timeline_error_budget=r(lat.total_budget_left[lane, ::step]),
-    )
+    A vLLM server's ``max_model_len`` matters only to refuse a request longer
+    than it: any length that holds the profile's requests runs the same, so it
+    is left out and configs that differ only in context share one simulation.
+    """
+    sched = srv.scheduler
+    if sched.policy is Policy.VLLM:
+        need = s.prompt_tokens + s.output_tokens
+        sched = replace(sched, slot_tokens=need if sched.slot_tokens >= need else sched.slot_tokens)
+    text = repr((replace(srv, scheduler=sched), s))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
-def empty_curves(cid: str) -> Curves:
-    """Curves of a config that does not fit: nothing to draw."""
-    return Curves(cid, (), (), (), (), (), (), (), None, (), (), (), ())
+def seed_of(key: str, base: int) -> int:
+    """The arrival seed of a simulation, from its key (content, never ``hash()``)."""
+    return (int(key[:8], 16) ^ base) & 0xFFFFFFFF
 
 
-def load_sweep(cap: CapacityResult, s: LoadSettings, cid: str) -> tuple[BreakPoints, Curves]:
-    """Breaking points and chart series of one config."""
-    return load_sweep_many([cap], s, [cid])[0]
-
-
-def _simulable(cap: CapacityResult) -> bool:
-    return bool(cap.fits and cap.prefill_tokens_per_s and cap.step_fixed_s is not None)
-
-
-def load_sweep_many(
-    caps: Sequence[CapacityResult],
+def build_server(
+    device: Device,
+    runtime: Runtime,
+    fmt: WeightFormat,
+    constants: Constants,
+    arch: ModelArch | None,
+    cap: CapacityResult,
     s: LoadSettings,
-    ids: Sequence[str],
-    scratch: Scratch | None = None,
-) -> list[tuple[BreakPoints, Curves]]:
-    """Breaking points and chart series of many configs, simulated in shared tick loops.
-
-    Entry ``i`` equals ``load_sweep(caps[i], s, ids[i])``: every config keeps its
-    own seed (:func:`seed_for`) and its lanes never mix with another's. ``scratch``
-    is memory the simulation may reuse across calls (see :class:`engine.sim.run.Scratch`).
-    """
-    out = [(BreakPoints(), empty_curves(cid)) for cid in ids]
-    todo = [i for i, cap in enumerate(caps) if _simulable(cap)]
-    services = {i: mean_service_s(caps[i], s) for i in todo}
-    by_length: dict[float, list[int]] = {}  # configs of one run length share tick loops
-    for i in todo:
-        by_length.setdefault(run_seconds(services[i], s), []).append(i)
-    for seconds, group in sorted(by_length.items()):
-        runs = [
-            (
-                rig(caps[i], s, ids[i], seconds),
-                grid(caps[i].effective_concurrency / services[i], s),
-                mulberry32(seed_for(ids[i], s.seed)),
-            )
-            for i in group
-        ]
-        # Longer runs, fewer lanes per loop: the records stay the size of a default run's.
-        lanes = max(1, round(MAX_LANES * s.sim_seconds / seconds))
-        for i, res in zip(group, simulate_many(runs, lanes, scratch), strict=True):
-            out[i] = _reduce(caps[i], s, ids[i], services[i], res)
-    return out
-
-
-def _reduce(
-    cap: CapacityResult, s: LoadSettings, cid: str, service: float, res: SimResult
-) -> tuple[BreakPoints, Curves]:
-    """One config's simulation reduced to its breaking points and curves."""
-    red = reduce(
-        res, service, cap.effective_concurrency, s.p99_slo_ms, s.ttft_budget_ms, s.soak_utilization
+) -> Server | None:
+    """The model server of a costed config under the sweep's queue settings."""
+    return server(
+        device,
+        runtime,
+        fmt,
+        constants,
+        arch,
+        cap,
+        s.prompt_tokens,
+        s.output_tokens,
+        s.queue_depth_per_slot,
+        s.queue_max_age_s,
     )
-    return red.points, _curves(cid, res.levels, res, red.breaking_lane, red.offered, red.lost)
 
 
-def break_fields(points: BreakPoints, band_pct: int) -> dict[str, Any]:
-    """Row fields, each breaking point with its band applied (low, high)."""
-    out: dict[str, Any] = {
-        "mean_service_s": points.mean_service_s,
-        "soak_ok_at_85": points.soak_ok_at_85,
-        "bottleneck": points.bottleneck,
-    }
-    for name in (
-        "saturation_rps",
-        "shed_onset_rps",
-        "p99_break_rps",
-        "ttft_break_rps",
-        "soak_break_rps",
-    ):
-        value = getattr(points, name)
-        out[name] = value
-        out[f"{name}_low"] = sig(value * (1 - band_pct / 100)) if value is not None else None
-        out[f"{name}_high"] = sig(value * (1 + band_pct / 100)) if value is not None else None
-    return out
+def simulate(srv: Server, s: LoadSettings, key: str) -> Serving:
+    """Closed loop, then (when one stream is fast enough) the breaking-rate search."""
+    search, limits = s.search(), s.limits()
+    held = requests_held(srv.scheduler, s.prompt_tokens, s.output_tokens)
+    table = concurrency_table(srv, s.prompt_tokens, s.output_tokens, search)
+    sat = saturation_rps(table)
+    bound = _bound(srv, table, held)
+    single_tps = table[0].tokens_per_s_per_user
+    if single_tps < s.min_usable_tokens_per_s:
+        return Serving(held, table, sat, bound, None, (), None)
+    times = Epochs(seed_of(key, s.seed))
+    breaking = find_breaking(srv, s.prompt_tokens, s.output_tokens, limits, search, sat, times)
+    curve = _curve(srv, s, breaking, sat, times)
+    at = breaking.rate if breaking.rate is not None else breaking.bracket[1]
+    timeline = _timeline(srv, s, at, times)
+    return Serving(held, table, sat, bound, breaking, curve, timeline)
+
+
+def _curve(
+    srv: Server, s: LoadSettings, b: Breaking, sat: float, times: Epochs
+) -> tuple[Verdict, ...]:
+    """The search's runs plus a few below the break, for the latency-against-load chart."""
+    anchor = b.rate if b.rate is not None else sat
+    runs = {v.rate: v for v in b.runs}
+    search, limits = s.search(), s.limits()
+    for f in s.curve_fractions:
+        rate = anchor * f
+        if rate not in runs:
+            runs[rate] = open_loop(
+                srv, times, rate, s.prompt_tokens, s.output_tokens, limits, search.window(rate)
+            )
+    return tuple(runs[r] for r in sorted(runs))
+
+
+def _timeline(srv: Server, s: LoadSettings, rate: float, times: Epochs) -> Timeline:
+    """The run at ``rate``, second by second (thinned to :data:`TIMELINE_POINTS`)."""
+    duration = s.search().window(rate)[1]
+    unit = times.until(duration * rate)
+    arrival = unit[: np.searchsorted(unit, duration * rate)] / rate
+    n = arrival.size
+    run = serve(
+        srv,
+        arrival,
+        np.full(n, s.prompt_tokens, np.int64),
+        np.full(n, s.output_tokens, np.int64),
+        seconds=duration,
+    )
+    return timeline(run, rate, duration)
+
+
+def timeline(run: Run, rate: float, duration: float) -> Timeline:
+    """Per-second series of a run: mean queue and occupancy, p99 TTFT and losses by arrival.
+
+    Seconds are grouped ``step`` at a time so that at most :data:`TIMELINE_POINTS`
+    points remain; a group's TTFT is the 99th percentile of the requests that
+    arrived in it (None when one of them never got a first token).
+    """
+    bins = max(1, int(duration / BIN_S))
+    step = max(1, math.ceil(bins / TIMELINE_POINTS))
+    groups = -(-bins // step)
+    # arrivals are in time order, so each group of seconds is one slice of requests
+    edges = np.searchsorted(run.arrival, np.arange(groups + 1) * (BIN_S * step))
+    edges[-1] = run.arrival.size
+    ttft = np.where(np.isfinite(run.first), run.first - run.arrival, np.inf)
+    lost_flags = run.status != kernel.DONE
+    p99: list[float | None] = []
+    lost: list[float] = []
+    for g in range(groups):
+        a, b = int(edges[g]), int(edges[g + 1])
+        lost.append(float(np.count_nonzero(lost_flags[a:b])))
+        if b == a:
+            p99.append(0.0)
+            continue
+        k = min(b - a - 1, max(0, math.ceil(0.99 * (b - a)) - 1))
+        v = float(np.partition(ttft[a:b], k)[k])
+        p99.append(v * 1e3 if math.isfinite(v) else None)
+    pad = groups * step - bins
+
+    def thin(a: Array) -> tuple[float, ...]:
+        full = np.concatenate([a[:bins], np.full(pad, np.nan)]) if pad else a[:bins]
+        return tuple(np.nanmean(full.reshape(groups, step), axis=1).tolist())
+
+    return Timeline(
+        rate,
+        tuple(float(g * step * BIN_S) for g in range(groups)),
+        thin(run.queued),
+        thin(run.occupancy),
+        tuple(p99),
+        tuple(lost),
+    )
+
+
+def warm_up() -> None:
+    """Compile (or load) the serving loop before worker processes fork."""
+    Epochs(0).upto(4)
+    from backpressure.engine.serving.model import Scheduler, StepCost
+
+    cost = StepCost(1e9, 0.0, 0, 0, 1.0, 0.0, 0, 1e12, 2e9, 1e3, 1e14, 1e-4, 0.0)
+    for policy in (Policy.VLLM, Policy.LLAMA_CPP):
+        srv = Server(Scheduler(policy, 64, 16, 4, 256, 256, 4096), cost, 8, 60.0)
+        serve(srv, np.zeros(2), np.full(2, 8, np.int64), np.full(2, 4, np.int64), users=1)
+
+
+def _bound(srv: Server, table: tuple[Concurrency, ...], held: int) -> str:
+    """What limits the server at saturation: ``kv``, ``seqs``, ``bandwidth``, ``compute``, ``host``.
+
+    At the table's last point (the first to fill the server): if its running
+    sequences sit at the limit, the limit binds (vLLM: KV blocks or
+    ``max_num_seqs``, whichever is fewer; llama.cpp: slots); otherwise the part
+    of the step that took the longest over the run does.
+    """
+    last = table[-1]
+    sched = srv.scheduler
+    if last.running >= 0.9 * held:
+        if sched.policy is Policy.LLAMA_CPP:
+            return "kv"
+        return "seqs" if held == sched.max_seqs else "kv"
+    memory, compute, host = last.bound_s
+    parts = {"bandwidth": memory, "compute": compute, "host": host}
+    return max(parts, key=lambda k: (parts[k], k))

@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.engine.sim.kernel import warm_up
-from backpressure.engine.sim.run import Scratch
 from backpressure.generator.keys import InputKeys
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.results_io import (
@@ -34,6 +32,7 @@ from backpressure.generator.results_io import (
 )
 from backpressure.generator.sweep.combos import Combo, enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
+from backpressure.generator.sweep.rig import Serving, warm_up
 
 INPUTS = "inputs.json"
 Progress = Callable[[int, int], None]
@@ -44,7 +43,9 @@ BATCH = 512
 
 
 _WORKER_CAT: Catalog | None = None
-_WORKER_SCRATCH = Scratch()  # the simulation's record memory, reused batch after batch
+# Simulations by content key, kept batch after batch: a vLLM config's server does
+# not depend on its context, and combos arrive sorted, so its contexts meet here.
+_WORKER_MEMO: dict[str, Serving] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ def _init_worker(catalog_dir: str | None) -> None:
 
 def _work(batch: list[tuple[Combo, str]]) -> list[Swept]:
     assert _WORKER_CAT is not None
-    return [_swept(*r) for r in evaluate_many(_WORKER_CAT, batch, _WORKER_SCRATCH)]
+    return [_swept(*r) for r in evaluate_many(_WORKER_CAT, batch, _WORKER_MEMO)]
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
@@ -90,13 +91,14 @@ def compute(
     out: list[Swept] = []
     batches = list(_chunks(todo, BATCH))
     if jobs <= 1 or len(todo) < PARALLEL_MIN:
-        scratch = Scratch()
+        memo: dict[str, Serving] = {}
         for batch in batches:
-            out.extend(_swept(*r) for r in evaluate_many(cat, batch, scratch))
+            out.extend(_swept(*r) for r in evaluate_many(cat, batch, memo))
             if progress:
                 progress(len(out), len(todo))
         return out
     warm_up()  # compile once here; forked workers inherit the machine code
+    _WORKER_MEMO.clear()
     with ProcessPoolExecutor(
         jobs, initializer=_init_worker, initargs=(str(catalog_dir) if catalog_dir else None,)
     ) as pool:

@@ -13,8 +13,6 @@ MODELS = ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-9b")
 SETTINGS = """\
 contexts: [2048, 8192]
 sweep_quants: [q4_k_m, bf16, fp8]
-load_points: 10
-sim_seconds: 150
 """
 
 

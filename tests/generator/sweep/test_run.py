@@ -19,7 +19,7 @@ from backpressure.generator.results_io import (
 )
 from backpressure.generator.sweep.combos import enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate, evaluate_many
-from backpressure.generator.sweep.rig import LoadSettings, run_seconds
+from backpressure.generator.sweep.rig import LoadSettings
 from backpressure.generator.sweep.run import default_jobs, run_sweep
 
 from tests.generator.small_catalog import make_small_catalog

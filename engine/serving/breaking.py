@@ -1,0 +1,394 @@
+"""Where a model server breaks: its concurrency table, saturation, and the breaking rate.
+
+Closed loop first (what serving benchmarks publish, and the answer to "how many
+users"): ``N`` users each sending the next request when the last one ends, for
+``N = 1, 2, 4, ...`` until more users add no throughput. The largest request
+throughput seen is the saturation rate.
+
+Then open loop (what a public service sees): Poisson arrivals at a rate, judged
+by the failure rules (:mod:`backpressure.engine.serving.rules`). **The breaking
+rate** is the lowest offered rate at which any rule fires, found by bisection
+between a rate that holds and one that fails, and named by the rule that fired
+there. All rates share one stream of arrival epochs (a unit-rate Poisson
+process, scaled by ``1 / rate``), so a higher rate is the same arrivals, closer
+together: the verdicts move with the load, not with sampling luck.
+
+If the lowest rate tried already fails, the config *fails at any load*: no
+rate is published. If a rate holds, the load is raised until something fails.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from backpressure.engine.rng import Mulberry32
+from backpressure.engine.serving.kernel import DONE
+from backpressure.engine.serving.model import Server
+from backpressure.engine.serving.rules import RULES, Limits, Verdict, judge
+from backpressure.engine.serving.run import Run, closed_loop, serve
+from backpressure.engine.serving.spec import requests_held
+from backpressure.engine.sim.jit import compiled
+from backpressure.engine.sim.libm import ln
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """How the breaking rate is searched for, and how long each open-loop run lasts.
+
+    A run at rate ``r`` measures ``measure_requests`` arrivals (at least
+    ``min_measure_s`` seconds of them) after a warm-up of a quarter of that
+    (between ``min_warmup_s`` and ``warmup_s``), but never longer than the soak
+    window, unless that holds fewer than ``min_measured`` requests: a slow
+    server is then measured for as long as ``min_measured`` arrivals take.
+
+    Attributes
+    ----------
+    soak_s : float
+        The soak window: the longest measured part of a run at a rate that
+        gives ``measure_requests`` in less [s].
+    measure_requests, min_measured : int
+        Measured arrivals a run aims for, and the fewest it may hold [-].
+    min_measure_s, warmup_s, min_warmup_s : float
+        Bounds on the measured part and on the warm-up [s].
+    lowest_fraction : float
+        The lowest rate tried, as a share of the saturation rate [-].
+    tolerance : float
+        The breaking rate is bisected (in the logarithm) until a rate that holds
+        and one that fails are within this share of each other [-].
+    max_raise : int
+        How many times the load is doubled past saturation looking for a failure [-].
+    max_users : int
+        The concurrency table stops at this many users [-].
+    """
+
+    soak_s: float = 120.0
+    measure_requests: int = 1500
+    min_measured: int = 200
+    min_measure_s: float = 10.0
+    warmup_s: float = 30.0
+    min_warmup_s: float = 5.0
+    lowest_fraction: float = 0.05
+    tolerance: float = 0.02
+    max_raise: int = 4
+    max_users: int = 1024
+
+    def window(self, rate: float) -> tuple[float, float]:
+        """``(start, end)`` of the measured arrivals of a run at ``rate`` [s]."""
+        measure = min(self.soak_s, max(self.min_measure_s, self.measure_requests / rate))
+        measure = max(measure, self.min_measured / rate)
+        warmup = min(self.warmup_s, max(self.min_warmup_s, measure / 4))
+        return warmup, warmup + measure
+
+
+@dataclass(frozen=True, slots=True)
+class Concurrency:
+    """One closed-loop point: ``users`` in flight, as ``vllm bench serve`` reports them.
+
+    Times in ms (means; TPOT is ``(e2e - ttft) / (output - 1)``), rates per second.
+    """
+
+    users: int
+    ttft_ms: float
+    tpot_ms: float
+    itl_ms: float
+    e2e_ms: float
+    output_tokens_per_s: float
+    requests_per_s: float
+    running: float
+    bound_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    @property
+    def tokens_per_s_per_user(self) -> float:
+        """Decode speed one user sees: ``1000 / TPOT`` [tokens/s]."""
+        return 1000.0 / self.tpot_ms if self.tpot_ms > 0 else math.inf
+
+
+@dataclass(frozen=True, slots=True)
+class Breaking:
+    """The open-loop result of a server.
+
+    ``rate`` is the breaking rate (None when the config fails at any load) and
+    ``rule`` the rule that fired there (or at the lowest rate tried).
+    ``rule_rates`` holds each rule's own breaking rate, interpolated between the
+    runs on either side of it (None where no run crossed it). ``runs`` holds
+    every run's verdict, by rate.
+    """
+
+    rate: float | None
+    rule: str | None
+    fails_at_any_load: bool
+    bracket: tuple[float, float]
+    rule_rates: dict[str, float | None]
+    runs: tuple[Verdict, ...]
+
+
+def epochs(seed: int, n: int) -> Array:
+    """The first ``n`` arrival times of a unit-rate Poisson process [s].
+
+    Exponential gaps ``-ln(1 - u)`` from the seeded stream, summed in order; the
+    logarithm is the portable one (:func:`backpressure.engine.sim.libm.ln`), so
+    the times are the same bits on every platform.
+    """
+    return Epochs(seed).upto(n)
+
+
+class Epochs:
+    """Arrival epochs of a unit-rate Poisson process, drawn as far as asked.
+
+    Extending the stream continues the same generator and the same running sum,
+    so the times are the same however they are asked for.
+    """
+
+    __slots__ = ("_last", "_rng", "_times")
+
+    def __init__(self, seed: int) -> None:
+        self._rng = Mulberry32(seed)
+        self._times = np.zeros(0)
+        self._last = 0.0
+
+    def upto(self, n: int) -> Array:
+        """At least the first ``n`` epochs."""
+        if self._times.size < n:
+            more = max(n - self._times.size, self._times.size, 256)
+            gaps = -ln(1.0 - self._rng.block(more))
+            ext = np.cumsum(np.concatenate(([self._last], gaps)))[1:]
+            self._times = np.concatenate((self._times, ext))
+            self._last = float(self._times[-1])
+        return self._times
+
+    def until(self, t: float) -> Array:
+        """Epochs that cover at least ``[0, t)``, with one beyond."""
+        while self._times.size == 0 or self._times[-1] < t:
+            self.upto(max(2 * self._times.size, 256))
+        return self._times
+
+
+def _summary_py(
+    arrival: Any, first: Any, finish: Any, status: Any, output: Any, out: Any
+) -> None:  # pragma: no cover - compiled
+    """Means of a closed-loop run into ``out``: ttft, tpot, e2e [s], decode time, tokens, done, span."""
+    n = arrival.shape[0]
+    done = 0
+    ttft = 0.0
+    tpot = 0.0
+    e2e = 0.0
+    decode_s = 0.0
+    decode_tokens = 0.0
+    tokens = 0.0
+    lo = np.inf
+    hi = -np.inf
+    for i in range(n):
+        lo = min(lo, arrival[i])
+        if status[i] != DONE:
+            continue
+        done += 1
+        f = first[i] - arrival[i]
+        e = finish[i] - arrival[i]
+        ttft += f
+        e2e += e
+        tpot += (e - f) / max(output[i] - 1, 1)
+        decode_s += e - f
+        decode_tokens += output[i] - 1
+        tokens += output[i]
+        hi = max(hi, finish[i])
+    out[0] = ttft / max(done, 1)
+    out[1] = tpot / max(done, 1)
+    out[2] = e2e / max(done, 1)
+    out[3] = decode_s / max(decode_tokens, 1.0)
+    out[4] = tokens
+    out[5] = done
+    out[6] = hi - lo
+
+
+_summary = compiled(_summary_py)
+
+
+def concurrency(run: Run) -> Concurrency:
+    """A closed-loop run summarised as its benchmark would print it."""
+    out = np.zeros(7)
+    _summary(run.arrival, run.first, run.finish, run.status, run.output, out)
+    ttft, tpot, e2e, itl, tokens, done, span = out
+    return Concurrency(
+        users=0,
+        ttft_ms=ttft * 1e3,
+        tpot_ms=tpot * 1e3,
+        itl_ms=itl * 1e3,
+        e2e_ms=e2e * 1e3,
+        output_tokens_per_s=tokens / span,
+        requests_per_s=done / span,
+        running=run.running_s / run.busy_s if run.busy_s > 0 else 0.0,
+        bound_s=run.bound_s,
+    )
+
+
+def concurrency_table(
+    server: Server, prompt: int, output: int, search: Search
+) -> tuple[Concurrency, ...]:
+    """Closed-loop points for 1, 2, 4, ... users: up to the first that fills the server.
+
+    Beyond the requests the server can hold at once, more users only wait in
+    its queue. Each run sends ``4 N + 16`` requests (every user four or more),
+    all starting at once, as ``--max-concurrency N`` does.
+    """
+    held = requests_held(server.scheduler, prompt, output)
+    points: list[Concurrency] = []
+    users = 1
+    while users <= search.max_users:
+        run = closed_loop(server, users, 4 * users + 16, prompt, output)
+        point = concurrency(run)
+        points.append(Concurrency(users, *(getattr(point, f) for f in _FIELDS)))
+        if users >= held:
+            break
+        users *= 2
+    return tuple(points)
+
+
+_FIELDS = (
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "e2e_ms",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "running",
+    "bound_s",
+)
+
+
+def saturation_rps(table: Sequence[Concurrency]) -> float:
+    """The most requests per second any closed-loop point completed [requests/s]."""
+    return max(p.requests_per_s for p in table)
+
+
+def open_loop(
+    server: Server,
+    times: Epochs,
+    rate: float,
+    prompt: int,
+    output: int,
+    limits: Limits,
+    window: tuple[float, float],
+) -> Verdict:
+    """One run at ``rate`` arrivals/s over ``window`` (warm-up end, last arrival), judged.
+
+    The run stops early once a rule's verdict cannot change: more requests lost,
+    or slower to their first token than the budget, than the rule allows even if
+    every other measured request were perfect.
+    """
+    start, end = window
+    unit = times.until(end * rate)
+    arrival = unit[: np.searchsorted(unit, end * rate)] / rate
+    n = arrival.size
+    measured = int(np.sum(arrival >= start))
+    warm = n - measured
+    allowed = math.floor((1.0 - limits.quantile) * measured)
+    budget = math.floor((1.0 - limits.availability) * measured)
+    run = serve(
+        server,
+        arrival,
+        np.full(n, prompt, np.int64),
+        np.full(n, output, np.int64),
+        lost_limit=budget + warm,
+        slow_limit=allowed + warm,
+        slow_s=limits.ttft_budget_s,
+        seconds=end,
+    )
+    return judge(run, rate, limits, start, end)
+
+
+def find_breaking(
+    server: Server,
+    prompt: int,
+    output: int,
+    limits: Limits,
+    search: Search,
+    saturation: float,
+    times: Epochs,
+) -> Breaking:
+    """The breaking rate of a server, by bisection around its saturation rate.
+
+    Parameters
+    ----------
+    server : Server
+        The model server.
+    prompt, output : int
+        The request profile [tokens].
+    limits : Limits
+        The failure rules.
+    search : Search
+        Run length and search settings.
+    saturation : float
+        The closed-loop saturation rate [requests/s], where the search starts.
+    times : Epochs
+        The config's unit-rate arrival epochs.
+    """
+    runs: dict[float, Verdict] = {}
+
+    def at(rate: float) -> Verdict:
+        if rate not in runs:
+            runs[rate] = open_loop(server, times, rate, prompt, output, limits, search.window(rate))
+        return runs[rate]
+
+    low = search.lowest_fraction * saturation
+    if not at(low).passed:
+        rule = at(low).rule
+        return Breaking(None, rule, True, (low, low), _rule_rates(runs), _ordered(runs))
+    high = saturation
+    raises = 0
+    while at(high).passed and raises < search.max_raise:
+        low, high = high, 2.0 * high
+        raises += 1
+    if at(high).passed:  # nothing fired at the highest load tried
+        return Breaking(None, None, False, (high, high), _rule_rates(runs), _ordered(runs))
+    while high > low * (1.0 + search.tolerance):
+        mid = math.sqrt(low * high)
+        if at(mid).passed:
+            low = mid
+        else:
+            high = mid
+    rates = _rule_rates(runs)
+    # The breaking rate is the lowest at which any rule fires, so no rule's own
+    # rate lies below it, and the rule that fired there breaks exactly at it.
+    rates = {r: None if v is None else max(v, high) for r, v in rates.items()}
+    for rule in at(high).fired:
+        rates[rule] = high
+    return Breaking(high, at(high).rule, False, (low, high), rates, _ordered(runs))
+
+
+def _ordered(runs: dict[float, Verdict]) -> tuple[Verdict, ...]:
+    return tuple(runs[r] for r in sorted(runs))
+
+
+def _rule_rates(runs: dict[float, Verdict]) -> dict[str, float | None]:
+    """Each rule's breaking rate: where its margin crosses 1 between adjacent runs.
+
+    Between the highest run the rule held at below the lowest run it fired at,
+    the crossing is interpolated linearly in margin against rate (no logarithms:
+    the same bits everywhere).
+    """
+    ordered = _ordered(runs)
+    out: dict[str, float | None] = {}
+    for i, rule in enumerate(RULES):
+        fired = [v for v in ordered if v.margins[i] > 1.0]
+        if not fired:
+            out[rule] = None
+            continue
+        first = fired[0]
+        held = [v for v in ordered if v.rate < first.rate and v.margins[i] <= 1.0]
+        if not held:
+            out[rule] = first.rate
+            continue
+        last = held[-1]
+        lo_m, hi_m = last.margins[i], first.margins[i]
+        if not math.isfinite(hi_m) or hi_m <= lo_m:
+            out[rule] = first.rate
+            continue
+        out[rule] = last.rate + (first.rate - last.rate) * (1.0 - lo_m) / (hi_m - lo_m)
+    return out

@@ -1,0 +1,699 @@
+"""The serving loop: a model server's scheduler, step by step, over discrete requests.
+
+Each iteration the scheduler picks the next step's mix of decode tokens and
+prompt chunks the way its runtime does (SPEC §4), the step model prices it
+(:func:`backpressure.engine.serving.step.step_time`), time advances by that
+much, and the requests the step touched move on: a prompt whose last chunk ran
+gets its first token, a sequence that reached its output length finishes and
+frees its KV, arrivals join the waiting queue.
+
+vLLM (V1 engine, ``vllm/v1/core/sched/scheduler.py``):
+  running requests first, in admission order: every decoding sequence takes
+  one token of the ``max_num_batched_tokens`` budget and, when it crosses a
+  block boundary, one KV block; partly prefilled prompts take chunks of what
+  budget is left (chunked prefill). When blocks run out, the most recently
+  admitted running request is preempted: its blocks are freed and it goes back
+  to the front of the waiting queue to recompute everything it had (prompt and
+  output so far). Only in a step without preemption are waiting requests
+  admitted, first come first served, while ``max_num_seqs``, the budget and the
+  free blocks allow; a request whose first chunk finds too few free blocks
+  blocks the queue behind it.
+llama.cpp (``tools/server``): ``-np`` slots of ``ctx / np`` tokens each, reserved
+  whole. A waiting request takes a free slot at the start of an iteration; the
+  batch holds one decode token per generating slot, then prompt chunks slot by
+  slot up to ``n_batch``, run in ``n_ubatch`` passes. No preemption.
+
+Sequences that decode are tracked in aggregate so that a step costs O(1)
+however many run: the KV tokens they hold (each decode step adds one per
+sequence), how many cross a block boundary this step (a histogram of their
+position modulo the block size, read at the step's phase) and which finish
+(a calendar of doubly linked lists by finishing step). So a run costs time in
+proportion to its steps and requests, not steps times batch.
+
+Times are seconds; a request's record holds its arrival, first-token and finish
+time and its fate (:data:`DONE`, :data:`SHED`, :data:`ABANDONED`,
+:data:`TOO_LONG`, or :data:`PENDING` when the run stopped first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from backpressure.engine.serving.step import LATENCY_S, REQUEST_S, step_parts
+from backpressure.engine.sim.jit import compiled
+
+# A request's fate.
+PENDING, DONE, SHED, ABANDONED, TOO_LONG = 0, 1, 2, 3, 4
+# Its phase while the run holds it.
+NOT_YET, WAITING, PREFILL, DECODE, GONE = 0, 1, 2, 3, 4
+# Why a run stopped.
+DRAINED, STOP_TIME, STOP_LOST, STOP_SLOW = 0, 1, 2, 3
+NONE = -1
+
+_step_parts = compiled(step_parts, "always")
+
+
+def _serve_py(
+    policy: int,
+    kv_blocks: int,
+    block_tokens: int,
+    max_seqs: int,
+    max_tokens: int,
+    ubatch: int,
+    slot_tokens: int,
+    queue_depth: int,
+    max_wait_s: float,
+    cost: Any,
+    experts: Any,
+    arrival: Any,
+    prompt: Any,
+    output: Any,
+    users: int,
+    stop_s: float,
+    lost_limit: int,
+    slow_limit: int,
+    slow_s: float,
+    bin_s: float,
+    first: Any,
+    finish: Any,
+    status: Any,
+    preempts: Any,
+    occupancy: Any,
+    queued: Any,
+    counters: Any,
+    sums: Any,
+) -> int:  # pragma: no cover - compiled
+    n = arrival.shape[0]
+    bins = occupancy.shape[0]
+    vllm = policy == 0
+    # per request
+    phase = np.zeros(n, np.int64)
+    computed = np.zeros(n, np.int64)  # tokens whose KV is stored
+    target = np.zeros(n, np.int64)  # tokens to compute before decoding: prompt (+ output so far)
+    generated = np.zeros(n, np.int64)
+    blocks = np.zeros(n, np.int64)
+    since = np.zeros(n)  # when it last started waiting
+    key = np.zeros(n, np.int64)  # decode position phase modulo the block size
+    start = np.zeros(n, np.int64)  # step its decoding (re)started
+    start_done = np.zeros(n, np.int64)  # tokens computed then
+    epoch = np.zeros(n, np.int64)  # bumped at each preemption: stale queue entries skip
+    # waiting queue: a ring, preempted requests pushed at the front
+    cap = n + 1
+    wq = np.zeros(cap, np.int64)
+    w_head = 0
+    w_len = 0
+    # running requests in admission order (a stack with stale entries skipped)
+    stack = np.zeros(2 * n + 2, np.int64)
+    stack_epoch = np.zeros(2 * n + 2, np.int64)
+    s_top = 0
+    n_running = 0
+    # prompts being prefilled, in admission order (a ring with stale entries skipped)
+    pq = np.zeros(cap, np.int64)
+    pq_epoch = np.zeros(cap, np.int64)
+    p_head = 0
+    p_len = 0
+    # decoding sequences in aggregate
+    max_out = 1
+    for i in range(n):
+        max_out = max(max_out, output[i])
+    span = max_out + 2
+    b_head = np.full(span, NONE, np.int64)
+    b_next = np.full(n, NONE, np.int64)
+    b_prev = np.full(n, NONE, np.int64)
+    b_slot = np.full(n, NONE, np.int64)
+    hist = np.zeros(max(block_tokens, 1), np.int64)
+    n_dec = 0
+    kv_dec = 0.0
+    used = 0  # blocks held (vLLM) or slots busy (llama.cpp)
+    total_res = kv_blocks if vllm else max_seqs
+    # load
+    next_arrival = 0  # open loop: next request to arrive
+    issued = 0  # closed loop: requests issued so far
+    # Each request passes the front end (parsing, tokenizing) one at a time, and
+    # then a latency that overlaps other requests': it reaches the scheduler at
+    # ``ready``.
+    intake = cost[REQUEST_S]
+    latency = cost[LATENCY_S]
+    ready = np.zeros(n)
+    last_ready = -1e300
+    if users > 0:
+        issued = min(users, n)
+        for i in range(issued):
+            arrival[i] = 0.0
+    else:
+        issued = n
+    for i in range(issued):
+        last_ready = max(arrival[i], last_ready) + intake
+        ready[i] = last_ready + latency
+    resolved = 0
+    lost = 0
+    slow = 0
+    t = 0.0
+    step = 0
+    steps_run = 0
+    n_preempt = 0
+    reason = DRAINED
+    chunk_r = np.zeros(cap, np.int64)
+    chunk_n = np.zeros(cap, np.int64)
+    last_age_check = -1.0
+
+    while True:
+        # -- arrivals up to now join the queue (or are shed, or cannot fit at all)
+        while next_arrival < issued and ready[next_arrival] <= t:
+            r = next_arrival
+            next_arrival += 1
+            need = prompt[r] + output[r]
+            # vLLM refuses more than max_model_len tokens, and a request that no pool holds
+            fits = need <= slot_tokens and (not vllm or -(-(need - 1) // block_tokens) <= kv_blocks)
+            if not fits or w_len >= queue_depth:
+                status[r] = TOO_LONG if not fits else SHED
+                phase[r] = GONE
+                resolved += 1
+                lost += 1
+                issued, last_ready = _next_request(t, users, issued, n, arrival, ready,
+                                                   last_ready, intake, latency)
+            else:
+                phase[r] = WAITING
+                target[r] = prompt[r]
+                since[r] = ready[r]
+                wq[(w_head + w_len) % cap] = r
+                w_len += 1
+        # -- requests that waited too long are abandoned (checked once a second). The
+        # queue is in arrival order but for preempted requests put back at its
+        # front, so the scan stops at the first request never preempted that is
+        # still young enough: everything behind it arrived later.
+        if w_len > 0 and t - last_age_check >= 1.0:
+            last_age_check = t
+            kept = 0
+            k = 0
+            while k < w_len:
+                r = wq[(w_head + k) % cap]
+                if t - since[r] > max_wait_s:
+                    status[r] = ABANDONED
+                    phase[r] = GONE
+                    resolved += 1
+                    lost += 1
+                    issued, last_ready = _next_request(t, users, issued, n, arrival, ready,
+                                                       last_ready, intake, latency)
+                    k += 1
+                    continue
+                if preempts[r] == 0:
+                    break
+                wq[(w_head + kept) % cap] = r  # a young preempted request: keep its place
+                kept += 1
+                k += 1
+            # close the gap between the kept front and the untouched rest
+            if k > kept:
+                for j in range(kept - 1, -1, -1):
+                    wq[(w_head + j + k - kept) % cap] = wq[(w_head + j) % cap]
+                w_head = (w_head + k - kept) % cap
+                w_len -= k - kept
+        if lost > lost_limit:
+            reason = STOP_LOST
+            break
+        if slow > slow_limit:
+            reason = STOP_SLOW
+            break
+        if resolved >= n or (users > 0 and resolved >= issued and issued >= n):
+            break
+        if t > stop_s:
+            reason = STOP_TIME
+            break
+
+        # -- schedule the step
+        budget = max_tokens
+        preempted = False
+        n_chunks = 0
+        prefill = 0
+        prefix = 0.0
+        pairs = 0.0
+        need_dec = hist[(-step) % block_tokens] if vllm and n_dec > 0 else 0
+        if vllm:
+            # every decoding sequence that crosses a block boundary needs a block
+            while need_dec > kv_blocks - used and n_running > 0:
+                v, s_top = _pop_running(stack, stack_epoch, s_top, phase, epoch)
+                if phase[v] == DECODE:
+                    if key[v] == (-step) % block_tokens:
+                        need_dec -= 1
+                    n_dec, kv_dec = _leave_decode(
+                        v,
+                        step,
+                        hist,
+                        key,
+                        start,
+                        start_done,
+                        b_head,
+                        b_next,
+                        b_prev,
+                        b_slot,
+                        n_dec,
+                        kv_dec,
+                        span,
+                        computed,
+                        generated,
+                        blocks,
+                        block_tokens,
+                    )
+                used -= blocks[v]
+                blocks[v] = 0
+                n_running -= 1
+                w_head, w_len = _requeue(
+                    v,
+                    t,
+                    wq,
+                    w_head,
+                    w_len,
+                    cap,
+                    phase,
+                    computed,
+                    target,
+                    generated,
+                    prompt,
+                    since,
+                    epoch,
+                    preempts,
+                )
+                n_preempt += 1
+                preempted = True
+            used += need_dec
+        budget -= n_dec
+        # prompts under way, in admission order
+        k = 0
+        while k < p_len and budget > 0:
+            idx = (p_head + k) % cap
+            r = pq[idx]
+            k += 1
+            if pq_epoch[idx] != epoch[r] or phase[r] != PREFILL:
+                continue
+            take = min(target[r] - computed[r], budget)
+            if vllm:
+                want = -(-(computed[r] + take) // block_tokens) - blocks[r]
+                while want > kv_blocks - used and n_running > 0:
+                    v, s_top = _pop_running(stack, stack_epoch, s_top, phase, epoch)
+                    if phase[v] == DECODE:
+                        n_dec, kv_dec = _leave_decode(
+                            v,
+                            step,
+                            hist,
+                            key,
+                            start,
+                            start_done,
+                            b_head,
+                            b_next,
+                            b_prev,
+                            b_slot,
+                            n_dec,
+                            kv_dec,
+                            span,
+                            computed,
+                            generated,
+                            blocks,
+                            block_tokens,
+                        )
+                        budget += 1
+                        if key[v] == (-step) % block_tokens:
+                            used -= 1  # the block it was given for this step
+                    used -= blocks[v]
+                    blocks[v] = 0
+                    n_running -= 1
+                    w_head, w_len = _requeue(
+                        v,
+                        t,
+                        wq,
+                        w_head,
+                        w_len,
+                        cap,
+                        phase,
+                        computed,
+                        target,
+                        generated,
+                        prompt,
+                        since,
+                        epoch,
+                        preempts,
+                    )
+                    n_preempt += 1
+                    preempted = True
+                    if v == r:
+                        break
+                if phase[r] != PREFILL:
+                    break
+                used += want
+                blocks[r] += want
+            chunk_r[n_chunks] = r
+            chunk_n[n_chunks] = take
+            n_chunks += 1
+            prefill += take
+            prefix += computed[r]
+            pairs += take * computed[r] + take * (take + 1) * 0.5
+            budget -= take
+        # admissions
+        while w_len > 0 and budget > 0 and not preempted:
+            r = wq[w_head]
+            if vllm:
+                if n_running >= max_seqs:
+                    break
+                take = min(target[r] - computed[r], budget)
+                want = -(-(computed[r] + take) // block_tokens) - blocks[r]
+                if want > kv_blocks - used:
+                    break
+                used += want
+                blocks[r] += want
+            else:
+                if used >= max_seqs:
+                    break
+                take = min(target[r] - computed[r], budget)
+                used += 1
+            w_head = (w_head + 1) % cap
+            w_len -= 1
+            phase[r] = PREFILL
+            n_running += 1
+            if s_top >= stack.shape[0]:
+                s_top = _compact(stack, stack_epoch, s_top, phase, epoch)
+            stack[s_top] = r
+            stack_epoch[s_top] = epoch[r]
+            s_top += 1
+            if p_len >= cap:
+                p_head, p_len = _compact_ring(pq, pq_epoch, p_head, p_len, cap, phase, epoch)
+            pq[(p_head + p_len) % cap] = r
+            pq_epoch[(p_head + p_len) % cap] = epoch[r]
+            p_len += 1
+            if not vllm:
+                # llama.cpp fills the batch slot by slot after the decode tokens
+                take = min(take, budget)
+            chunk_r[n_chunks] = r
+            chunk_n[n_chunks] = take
+            n_chunks += 1
+            prefill += take
+            prefix += computed[r]
+            pairs += take * computed[r] + take * (take + 1) * 0.5
+            budget -= take
+
+        if n_dec == 0 and n_chunks == 0:
+            # idle: wait for the next arrival (open loop) or stop
+            if next_arrival < issued:
+                t = max(t, ready[next_arrival])
+                continue
+            break
+
+        # -- run it
+        tokens = n_dec + prefill
+        passes = 1 if vllm else (tokens + ubatch - 1) // ubatch
+        dt, bound = _step_parts(
+            cost, experts, n_dec, kv_dec + n_dec, prefill, prefix, pairs, passes, n_dec + n_chunks
+        )
+        util = used / total_res
+        if vllm:
+            util = max(util, n_running / max_seqs)
+        t0 = t
+        t = t + dt
+        _spread(occupancy, queued, bin_s, bins, t0, t, util, w_len)
+        sums[0] += n_running * dt
+        sums[1] += dt
+        sums[2] += n_dec
+        sums[3] += prefill
+        sums[4 + bound] += dt
+        kv_dec += n_dec
+        # sequences that finish with this step
+        slot = step % span
+        r = b_head[slot]
+        while r != NONE:
+            nxt = b_next[r]
+            n_dec, kv_dec = _leave_decode(
+                r,
+                step + 1,
+                hist,
+                key,
+                start,
+                start_done,
+                b_head,
+                b_next,
+                b_prev,
+                b_slot,
+                n_dec,
+                kv_dec,
+                span,
+                computed,
+                generated,
+                blocks,
+                block_tokens,
+            )
+            generated[r] = output[r]
+            n_running, used, resolved, issued, last_ready = _finish(
+                r,
+                t,
+                vllm,
+                blocks,
+                phase,
+                status,
+                finish,
+                n_running,
+                used,
+                resolved,
+                users,
+                issued,
+                n,
+                arrival,
+                ready,
+                last_ready,
+                intake,
+                latency,
+            )
+            r = nxt
+        # prompt chunks that ran
+        for c in range(n_chunks):
+            r = chunk_r[c]
+            computed[r] += chunk_n[c]
+            if computed[r] < target[r]:
+                continue
+            generated[r] += 1
+            if generated[r] == 1:
+                first[r] = t
+                if t - arrival[r] > slow_s:
+                    slow += 1
+            if generated[r] >= output[r]:
+                n_running, used, resolved, issued, last_ready = _finish(
+                    r,
+                    t,
+                    vllm,
+                    blocks,
+                    phase,
+                    status,
+                    finish,
+                    n_running,
+                    used,
+                    resolved,
+                    users,
+                    issued,
+                    n,
+                    arrival,
+                    ready,
+                    last_ready,
+                    intake,
+                    latency,
+                )
+                continue
+            # joins the decoding sequences from the next step on
+            phase[r] = DECODE
+            start[r] = step + 1
+            start_done[r] = computed[r]
+            key[r] = (computed[r] - (step + 1)) % block_tokens
+            hist[key[r]] += 1
+            n_dec += 1
+            kv_dec += computed[r]
+            end = (step + output[r] - generated[r]) % span
+            b_slot[r] = end
+            b_prev[r] = NONE
+            b_next[r] = b_head[end]
+            if b_head[end] != NONE:
+                b_prev[b_head[end]] = r
+            b_head[end] = r
+        # drop finished prompts from the head of the prefill ring
+        while p_len > 0 and (phase[pq[p_head]] != PREFILL or pq_epoch[p_head] != epoch[pq[p_head]]):
+            p_head = (p_head + 1) % cap
+            p_len -= 1
+        step += 1
+        steps_run += 1
+
+    counters[0] = steps_run
+    counters[1] = n_preempt
+    counters[2] = lost
+    counters[3] = slow
+    return reason
+
+
+def _pop_running_py(
+    stack: Any, stack_epoch: Any, s_top: int, phase: Any, epoch: Any
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """The most recently admitted running request, off the top of the stack."""
+    while True:
+        s_top -= 1
+        v = stack[s_top]
+        if stack_epoch[s_top] == epoch[v] and (phase[v] == PREFILL or phase[v] == DECODE):
+            return v, s_top
+
+
+def _compact_py(
+    stack: Any, stack_epoch: Any, s_top: int, phase: Any, epoch: Any
+) -> int:  # pragma: no cover - compiled
+    """Drop stale entries from the running stack, keeping the order; returns the new top."""
+    kept = 0
+    for k in range(s_top):
+        v = stack[k]
+        if stack_epoch[k] == epoch[v] and (phase[v] == PREFILL or phase[v] == DECODE):
+            stack[kept] = v
+            stack_epoch[kept] = stack_epoch[k]
+            kept += 1
+    return kept
+
+
+def _compact_ring_py(
+    pq: Any, pq_epoch: Any, head: int, length: int, cap: int, phase: Any, epoch: Any
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Drop stale entries from the prefill ring, keeping the order."""
+    kept = 0
+    for k in range(length):
+        idx = (head + k) % cap
+        r = pq[idx]
+        if pq_epoch[idx] == epoch[r] and phase[r] == PREFILL:
+            pq[(head + kept) % cap] = r
+            pq_epoch[(head + kept) % cap] = pq_epoch[idx]
+            kept += 1
+    return head, kept
+
+
+def _leave_decode_py(
+    r: int,
+    step: int,
+    hist: Any,
+    key: Any,
+    start: Any,
+    start_done: Any,
+    b_head: Any,
+    b_next: Any,
+    b_prev: Any,
+    b_slot: Any,
+    n_dec: int,
+    kv_dec: float,
+    span: int,
+    computed: Any,
+    generated: Any,
+    blocks: Any,
+    block_tokens: int,
+) -> tuple[int, float]:  # pragma: no cover - compiled
+    """Take ``r`` out of the decoding aggregates as of the start of ``step``.
+
+    Its computed and generated counts and the blocks it holds are brought up to date.
+    """
+    ran = step - start[r]
+    computed[r] = start_done[r] + ran
+    generated[r] += ran
+    blocks[r] = -(-computed[r] // block_tokens)
+    hist[key[r]] -= 1
+    kv_dec -= computed[r]
+    n_dec -= 1
+    slot = b_slot[r]
+    if b_prev[r] != NONE:
+        b_next[b_prev[r]] = b_next[r]
+    else:
+        b_head[slot] = b_next[r]
+    if b_next[r] != NONE:
+        b_prev[b_next[r]] = b_prev[r]
+    b_slot[r] = NONE
+    b_next[r] = NONE
+    b_prev[r] = NONE
+    return n_dec, kv_dec
+
+
+def _requeue_py(
+    v: int,
+    t: float,
+    wq: Any,
+    w_head: int,
+    w_len: int,
+    cap: int,
+    phase: Any,
+    computed: Any,
+    target: Any,
+    generated: Any,
+    prompt: Any,
+    since: Any,
+    epoch: Any,
+    preempts: Any,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """Preempt ``v``: it recomputes its prompt and output so far, first in line."""
+    computed[v] = 0
+    target[v] = prompt[v] + generated[v]
+    phase[v] = WAITING
+    since[v] = t
+    epoch[v] += 1
+    preempts[v] += 1
+    w_head = (w_head - 1 + cap) % cap
+    wq[w_head] = v
+    return w_head, w_len + 1
+
+
+def _finish_py(r: int, t: float, vllm: bool, blocks: Any, phase: Any, status: Any, finish: Any,
+               n_running: int, used: int, resolved: int, users: int, issued: int, n: int,
+               arrival: Any, ready: Any, last_ready: float, intake: float,
+               latency: float) -> tuple[int, int, int, int, float]:  # pragma: no cover
+    """``r`` is done: free what it held; in a closed loop its user sends the next request."""
+    phase[r] = GONE
+    status[r] = DONE
+    finish[r] = t
+    n_running -= 1
+    used -= blocks[r] if vllm else 1
+    blocks[r] = 0
+    resolved += 1
+    issued, last_ready = _next_request(t, users, issued, n, arrival, ready, last_ready, intake,
+                                       latency)
+    return n_running, used, resolved, issued, last_ready
+
+
+def _next_request_py(t: float, users: int, issued: int, n: int, arrival: Any, ready: Any,
+                     last_ready: float, intake: float,
+                     latency: float) -> tuple[int, float]:  # pragma: no cover - compiled
+    """Closed loop: a user whose request ended (done or lost) sends the next one now."""
+    if users > 0 and issued < n:
+        arrival[issued] = t
+        last_ready = max(t, last_ready) + intake
+        ready[issued] = last_ready + latency
+        issued += 1
+    return issued, last_ready
+
+
+def _spread_py(
+    occupancy: Any,
+    queued: Any,
+    bin_s: float,
+    bins: int,
+    t0: float,
+    t1: float,
+    util: float,
+    waiting: int,
+) -> None:  # pragma: no cover - compiled
+    """Add ``util`` and ``waiting`` times the overlap of ``[t0, t1)`` with each bin."""
+    b = int(t0 / bin_s)
+    while b < bins:
+        lo = max(t0, b * bin_s)
+        hi = min(t1, (b + 1) * bin_s)
+        if hi <= lo:
+            break
+        occupancy[b] += util * (hi - lo)
+        queued[b] += waiting * (hi - lo)
+        b += 1
+
+
+# Helpers first: a compiled function calls the compiled versions of the globals
+# as they are when it is first compiled.
+_pop_running = compiled(_pop_running_py, "always")
+_compact = compiled(_compact_py, "always")
+_compact_ring = compiled(_compact_ring_py, "always")
+_leave_decode = compiled(_leave_decode_py, "always")
+_requeue = compiled(_requeue_py, "always")
+_next_request = compiled(_next_request_py, "always")
+_finish = compiled(_finish_py, "always")
+_spread = compiled(_spread_py, "always")
+serve: Callable[..., int] = compiled(_serve_py)

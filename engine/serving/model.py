@@ -1,0 +1,160 @@
+"""Plain inputs of the serving simulation: how a server schedules, and what a step costs.
+
+A model server runs in *steps*: each step is one forward pass (or, in llama.cpp,
+one batch split into micro-batches) over a mix of decode tokens (one per
+sequence that is generating) and prompt chunks (prefill). How the next step's
+mix is chosen is the runtime's scheduler (:class:`Scheduler`); what it costs is
+the step model (:class:`StepCost`). Both are plain numbers here, built from a
+capacity result by :mod:`backpressure.engine.serving.spec`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Policy(IntEnum):
+    """Which runtime's scheduler the server follows."""
+
+    VLLM = 0  # paged KV in blocks, admission by blocks held, chunked prefill, preemption
+    LLAMA_CPP = 1  # -np fixed slots of ctx/np tokens, continuous batching, no preemption
+
+
+@dataclass(frozen=True, slots=True)
+class Scheduler:
+    """The scheduler's limits.
+
+    Attributes
+    ----------
+    policy : Policy
+        vLLM-style or llama.cpp-style scheduling.
+    kv_blocks : int
+        vLLM: KV-cache blocks in the pool [-]. llama.cpp: unused (0).
+    block_tokens : int
+        vLLM: tokens per KV block (16 by default) [tokens].
+    max_seqs : int
+        vLLM: ``max_num_seqs``. llama.cpp: the slot count ``-np`` [-].
+    max_batched_tokens : int
+        vLLM: ``max_num_batched_tokens``, the per-step token budget shared by
+        decode tokens and prompt chunks. llama.cpp: ``n_batch`` [tokens].
+    ubatch_tokens : int
+        llama.cpp: ``n_ubatch``, the tokens of one forward pass; a batch of more
+        runs as several passes. vLLM: equal to ``max_batched_tokens`` [tokens].
+    slot_tokens : int
+        llama.cpp: context per slot, ``ctx / np`` [tokens]. vLLM: ``max_model_len``.
+    """
+
+    policy: Policy
+    kv_blocks: int
+    block_tokens: int
+    max_seqs: int
+    max_batched_tokens: int
+    ubatch_tokens: int
+    slot_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """What one step costs: the larger of its memory and compute time, plus overheads.
+
+    A step that runs ``b`` decode tokens whose sequences hold ``K`` KV tokens and
+    prompt chunks of ``p`` tokens in ``n`` passes takes::
+
+        memory  = (n W(t / n) + K kv_read + prefix kv_read) / bandwidth
+        compute = (flops_per_token t + attn_flops_per_pair (K + pairs)) / flops
+        device  = max(memory, compute) + n pass_overhead + all-reduce
+        step    = max(device, step_overhead + s seq_overhead)
+
+    with ``t = b + p`` tokens, ``W(t) = weight_bytes + expert_bytes E(t)`` the
+    weights a pass of ``t`` tokens reads (``E(t)`` distinct experts per MoE
+    layer, :func:`backpressure.engine.serving.step.distinct_experts`), and
+    ``pairs`` the query-key pairs of the prompt chunks' attention.
+
+    Attributes
+    ----------
+    weight_bytes : float
+        Weights every pass reads whatever the tokens: attention, dense MLPs,
+        shared experts, norms, the output head [bytes].
+    expert_bytes : float
+        One routed expert summed over the MoE layers [bytes]; 0 for dense models.
+    num_experts, experts_per_token : int
+        Routed experts per MoE layer and how many a token picks [-].
+    kv_read_bytes_per_token : float
+        KV bytes attention reads per cached token in full-attention layers [bytes].
+    window_read_bytes_per_token : float
+        The same for sliding-window layers, which read at most ``window`` tokens
+        per sequence [bytes].
+    window : int
+        The sliding window [tokens]; 0 when no layer has one.
+    bandwidth_bytes_per_s : float
+        Memory bandwidth a step achieves (datasheet times efficiency) [bytes/s].
+    flops_per_token : float
+        Matrix FLOPs per token, ``2 x active parameters`` [FLOP].
+    attn_flops_per_pair : float
+        Attention FLOPs per query-key pair over all layers and heads [FLOP].
+    flops_per_s : float
+        Compute a step achieves (dense peak times efficiency) [FLOP/s].
+    pass_overhead_s : float
+        Fixed cost of one forward pass: kernel launches per layer [s].
+    step_overhead_s : float
+        Fixed cost of one scheduler step besides its passes: scheduling,
+        sampling, detokenizing [s].
+    allreduce_s : float
+        Tensor parallelism: latency of a step's all-reduces (two per layer) [s].
+    allreduce_s_per_token : float
+        Tensor parallelism: link time per token of those all-reduces [s].
+    seq_overhead_s : float
+        Host-side cost per sequence in a step (``s`` of them): preparing its
+        inputs, sampling, streaming its token out [s].
+    request_overhead_s : float
+        Host-side cost of taking in one request (parsing, tokenizing), served one
+        at a time before the scheduler sees it: it adds to every TTFT and caps the
+        rate requests can enter [s].
+    request_latency_s : float
+        Time a request spends on its way in and its first token on its way out
+        that overlaps other requests' (network, HTTP, streaming): it adds to
+        every TTFT but caps nothing [s].
+    """
+
+    weight_bytes: float
+    expert_bytes: float
+    num_experts: int
+    experts_per_token: int
+    kv_read_bytes_per_token: float
+    window_read_bytes_per_token: float
+    window: int
+    bandwidth_bytes_per_s: float
+    flops_per_token: float
+    attn_flops_per_pair: float
+    flops_per_s: float
+    pass_overhead_s: float
+    step_overhead_s: float
+    allreduce_s: float = 0.0
+    allreduce_s_per_token: float = 0.0
+    seq_overhead_s: float = 0.0
+    request_overhead_s: float = 0.0
+    request_latency_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """A model server: its scheduler, its step cost, and how its queue treats waiting work.
+
+    Attributes
+    ----------
+    scheduler : Scheduler
+        Limits of the runtime's scheduler.
+    cost : StepCost
+        The step model.
+    queue_depth : int
+        Requests that may wait for admission; an arrival beyond it is shed [-].
+    max_wait_s : float
+        A request waiting longer than this for admission is abandoned (the
+        client or proxy times out) [s].
+    """
+
+    scheduler: Scheduler
+    cost: StepCost
+    queue_depth: int
+    max_wait_s: float

@@ -1,0 +1,201 @@
+"""The failure rules, judged on one open-loop run of a model server (SPEC §4).
+
+A run offers Poisson arrivals at a rate; the requests that arrive in its
+measured window (after a warm-up) are measured. Every measured request counts: one that
+was shed, abandoned in the queue or never finished is a failure with an
+infinite latency, so a percentile never improves because requests vanished
+(goodput semantics). The rules, in their tie-break order:
+
+``ttft``
+    the 99th percentile of time to first token exceeds the TTFT budget;
+``p99``
+    the 99th percentile of end-to-end latency exceeds the p99 SLO;
+``error_budget``
+    more of the measured requests were lost than the error budget allows
+    (``1 - availability``): the queue no longer absorbs the load and sheds it;
+``soak``
+    the rationed resource (vLLM: KV blocks or ``max_num_seqs``; llama.cpp:
+    slots) was held at the soak share or more on average over the measured
+    window. The window spans the soak window, or, at a rate so high that a
+    shorter one holds enough requests (:class:`backpressure.engine.serving.
+    breaking.Search`), that shorter one: in a steady run the mean occupancy over
+    either is the same, and the shorter costs a fraction of the simulation.
+
+A percentile ``p`` of ``n`` values exceeds a threshold exactly when more than
+``floor((1 - p) n)`` of them do, so the rules are counts, not sorts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from backpressure.engine.serving.kernel import DONE
+from backpressure.engine.serving.run import BIN_S, Run
+from backpressure.engine.sim.jit import compiled
+
+Array = npt.NDArray[np.float64]
+
+RULES = ("ttft", "p99", "error_budget", "soak")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The rules' thresholds.
+
+    Attributes
+    ----------
+    ttft_budget_s, p99_slo_s : float
+        TTFT budget and end-to-end p99 SLO [s].
+    availability : float
+        Share of requests that must be served; the rest is the error budget [-].
+    soak_utilization : float
+        Mean occupancy at which a soak fails [-].
+    soak_s : float
+        Soak window [s].
+    """
+
+    ttft_budget_s: float
+    p99_slo_s: float
+    availability: float
+    soak_utilization: float
+    soak_s: float
+
+    @property
+    def quantile(self) -> float:
+        """The latency percentile the rules judge (the 99th) [-]."""
+        return 0.99
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One run judged: which rules fired, and how close each came.
+
+    ``margins`` holds, per rule, the judged value over its threshold (above 1:
+    fired): the p99 TTFT over the budget, the p99 latency over the SLO, the
+    lost share over the error budget, the mean occupancy over the soak share.
+    """
+
+    rate: float
+    measured: int
+    fired: tuple[str, ...]
+    margins: tuple[float, ...]
+    lost_share: float
+    ttft_p50_s: float
+    ttft_p99_s: float
+    e2e_p99_s: float
+    goodput_rps: float
+    occupancy: float
+
+    @property
+    def passed(self) -> bool:
+        """No rule fired."""
+        return not self.fired
+
+    @property
+    def rule(self) -> str | None:
+        """The first rule that fired in tie-break order, or None."""
+        return self.fired[0] if self.fired else None
+
+
+def _measure_py(
+    arrival: Any,
+    first: Any,
+    finish: Any,
+    status: Any,
+    start: float,
+    end: float,
+    ttft_budget: float,
+    slo: float,
+    q: float,
+    out: Any,
+) -> None:  # pragma: no cover - compiled
+    """The measured requests' counts and percentiles into ``out``.
+
+    ``out`` = (measured, lost, ttft p50, ttft p99, e2e p99, good): a request with
+    no first token has an infinite TTFT, one that did not finish an infinite
+    latency; good ones finished within both the TTFT budget and the SLO.
+    """
+    n = arrival.shape[0]
+    ttft = np.empty(n)
+    e2e = np.empty(n)
+    m = 0
+    lost = 0
+    good = 0
+    for i in range(n):
+        if arrival[i] < start or arrival[i] >= end:
+            continue
+        f = first[i] - arrival[i] if first[i] == first[i] else np.inf
+        done = status[i] == DONE
+        e = finish[i] - arrival[i] if done else np.inf
+        if not done:
+            lost += 1
+        elif f <= ttft_budget and e <= slo:
+            good += 1
+        ttft[m] = f
+        e2e[m] = e
+        m += 1
+    out[0] = m
+    out[1] = lost
+    out[5] = good
+    if m == 0:
+        out[2] = np.inf
+        out[3] = np.inf
+        out[4] = np.inf
+        return
+    k50 = min(m - 1, max(0, int(np.ceil(0.5 * m)) - 1))
+    k99 = min(m - 1, max(0, int(np.ceil(q * m)) - 1))
+    sub = np.partition(ttft[:m], k50)
+    out[2] = sub[k50]
+    out[3] = np.partition(sub, k99)[k99]
+    out[4] = np.partition(e2e[:m], k99)[k99]
+
+
+_measure = compiled(_measure_py)
+
+
+def judge(run: Run, rate: float, limits: Limits, start_s: float, end_s: float) -> Verdict:
+    """Apply the rules to a run at ``rate`` arrivals/s measured from ``start_s`` to ``end_s``."""
+    q = limits.quantile
+    out = np.zeros(6)
+    _measure(
+        run.arrival,
+        run.first,
+        run.finish,
+        run.status,
+        start_s,
+        end_s,
+        limits.ttft_budget_s,
+        limits.p99_slo_s,
+        q,
+        out,
+    )
+    n, lost, ttft_p50, ttft_p99, e2e_p99, good = out
+    lost_share = lost / n if n else 0.0
+    budget = 1.0 - limits.availability
+    lo = int(start_s / BIN_S)
+    hi = max(lo + 1, int(end_s / BIN_S))
+    occupancy = float(np.mean(run.occupancy[lo:hi])) if run.occupancy.size > lo else 0.0
+    margins = (
+        ttft_p99 / limits.ttft_budget_s,
+        e2e_p99 / limits.p99_slo_s,
+        lost_share / budget if budget > 0 else (math.inf if lost else 0.0),
+        occupancy / limits.soak_utilization,
+    )
+    fired = tuple(r for r, m in zip(RULES, margins, strict=True) if m > 1.0)
+    span = max(end_s - start_s, 1e-9)
+    return Verdict(
+        rate,
+        int(n),
+        fired,
+        margins,
+        lost_share,
+        float(ttft_p50),
+        float(ttft_p99),
+        float(e2e_p99),
+        float(good) / span,
+        occupancy,
+    )

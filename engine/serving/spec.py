@@ -1,0 +1,192 @@
+"""A costed config as a model server: its scheduler's limits and its step cost.
+
+The KV pool, weights and bandwidth come from the capacity result; the
+scheduler's limits from the runtime profile (vLLM's ``max_num_seqs`` and
+``max_num_batched_tokens`` defaults by device memory, llama.cpp's slots of the
+full context); the step cost from the architecture and the calibration.
+"""
+
+from __future__ import annotations
+
+import math
+
+from backpressure.engine.arch import ModelArch
+from backpressure.engine.capacity import parallel, peak_flops
+from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
+from backpressure.engine.results import CapacityResult
+from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCost
+
+ACTIVATION_BYTES = 2  # bf16 activations cross the link in a tensor-parallel all-reduce
+
+
+def batch_defaults(runtime: Runtime, device: Device) -> tuple[int, int]:
+    """VLLM's ``(max_num_seqs, max_num_batched_tokens)`` for this device.
+
+    The OpenAI server's defaults: larger on GPUs with at least
+    ``large_gpu_memory_bytes`` whose name does not contain
+    ``small_defaults_name`` (vLLM keeps an 80 GB A100 at the small ones).
+    """
+    name = runtime.small_defaults_name.lower()
+    large = (
+        runtime.large_gpu_memory_bytes > 0
+        and device.memory_bytes >= runtime.large_gpu_memory_bytes
+        and not (name and name in device.name.lower())
+    )
+    if large:
+        seqs, tokens = runtime.large_gpu_max_num_seqs, runtime.large_gpu_max_num_batched_tokens
+    else:
+        seqs, tokens = runtime.max_num_seqs, runtime.max_num_batched_tokens
+    return min(seqs, tokens), tokens
+
+
+def scheduler(
+    runtime: Runtime,
+    device: Device,
+    cap: CapacityResult,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+) -> Scheduler:
+    """The scheduler's limits for a costed config.
+
+    vLLM pages the whole KV budget in blocks and admits by the blocks a
+    request holds; llama.cpp splits it into ``cap.slots`` slots of the full
+    context each. Explicit ``max_num_seqs`` / ``max_num_batched_tokens`` replace
+    the defaults.
+    """
+    if runtime.scheduler == "vllm":
+        seqs, tokens = batch_defaults(runtime, device)
+        tokens = max_num_batched_tokens or tokens
+        seqs = min(max_num_seqs or seqs, tokens)
+        per_token = max(cap.kv_bytes_per_token, 1)
+        blocks = max(cap.kv_budget_bytes, 0) // (per_token * runtime.block_tokens)
+        return Scheduler(
+            Policy.VLLM, int(blocks), runtime.block_tokens, seqs, tokens, tokens, cap.context_tokens
+        )
+    slots = max(max_num_seqs or cap.slots, 0) if max_num_seqs is None else max_num_seqs
+    batch = max_num_batched_tokens or runtime.n_batch
+    return Scheduler(
+        Policy.LLAMA_CPP, 0, 1, slots, batch, min(runtime.n_ubatch, batch), cap.context_tokens
+    )
+
+
+def step_cost(
+    device: Device,
+    runtime: Runtime,
+    fmt: WeightFormat,
+    constants: Constants,
+    arch: ModelArch | None,
+    cap: CapacityResult,
+) -> StepCost | None:
+    """The step model of a costed config; None without a bandwidth or FLOPS figure."""
+    flops = peak_flops(device, runtime, fmt)
+    if device.bandwidth_bytes_per_s is None or flops is None:
+        return None
+    platform = "cpu" if device.memory_kind == "system" else device.platform
+    gpus = parallel(device, runtime)
+    per_param = cap.weights_bytes / cap.total_params
+    lookup = arch.lookup_only_params if arch is not None else 0
+    streamed = cap.active_params - lookup
+    layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
+    experts = arch.experts if arch is not None else None
+    expert_bytes = 0.0
+    dense = float(streamed)
+    if experts is not None:
+        dense -= experts.moe_layers * experts.experts_per_token * experts.expert_params
+        expert_bytes = experts.moe_layers * experts.expert_params * per_param
+    full_bytes = float(cap.kv_bytes_per_token)
+    window_bytes, window = 0.0, 0
+    heads, head_dim = 32, 128  # the 7-8B shape, for a model known only by size
+    if arch is not None:
+        a = arch.attention
+        heads, head_dim = a.num_heads, a.head_dim
+        attention_layers = len(a.window_per_layer) or 1
+        per_layer = cap.kv_bytes_per_token / attention_layers
+        windowed = [w for w in a.window_per_layer if w]
+        full_bytes = per_layer * (attention_layers - len(windowed))
+        window_bytes = per_layer * len(windowed)
+        window = max(windowed, default=0)
+    overhead = layers * constants.layer_overhead_s[platform]
+    if experts is not None:
+        overhead += experts.moe_layers * experts.experts_per_token * constants.moe_expert_overhead_s
+    allreduce, per_token = 0.0, 0.0
+    if gpus > 1 and device.interconnect:
+        allreduce = 2 * layers * constants.allreduce_latency_s[device.interconnect]
+        if device.interconnect_bandwidth_bytes_per_s:
+            hidden = arch.hidden_size if arch is not None else 4096
+            ring = 2 * (gpus - 1) / gpus
+            per_token = (
+                2
+                * layers
+                * hidden
+                * ACTIVATION_BYTES
+                * ring
+                / device.interconnect_bandwidth_bytes_per_s
+            )
+    return StepCost(
+        weight_bytes=dense * per_param,
+        expert_bytes=expert_bytes,
+        num_experts=experts.num_experts if experts is not None else 0,
+        experts_per_token=experts.experts_per_token if experts is not None else 0,
+        kv_read_bytes_per_token=full_bytes,
+        window_read_bytes_per_token=window_bytes,
+        window=window,
+        bandwidth_bytes_per_s=constants.bandwidth_efficiency[platform]
+        * constants.serving_bandwidth_factor.get(runtime.scheduler, 1.0)
+        * device.bandwidth_bytes_per_s
+        * gpus,
+        flops_per_token=2.0 * streamed,
+        attn_flops_per_pair=4.0 * layers * heads * head_dim,
+        flops_per_s=constants.serving_compute_efficiency.get(
+            runtime.scheduler, constants.prefill_compute_efficiency
+        )
+        * flops,
+        pass_overhead_s=overhead,
+        step_overhead_s=constants.step_overhead_s.get(runtime.scheduler, 0.0),
+        allreduce_s=allreduce,
+        allreduce_s_per_token=per_token,
+        seq_overhead_s=constants.seq_overhead_s.get(runtime.scheduler, 0.0),
+        request_overhead_s=constants.request_overhead_s.get(runtime.scheduler, 0.0),
+        request_latency_s=constants.request_latency_s.get(runtime.scheduler, 0.0),
+    )
+
+
+def requests_held(sched: Scheduler, prompt: int, output: int) -> int:
+    """Requests of this profile the server can hold at once, whichever limit binds first.
+
+    vLLM: ``max_num_seqs``, or the pool's blocks over the blocks a request holds
+    when it finishes. llama.cpp: the slots.
+    """
+    if sched.policy is Policy.LLAMA_CPP:
+        return sched.max_seqs
+    per_request = math.ceil((prompt + output - 1) / sched.block_tokens)
+    return min(sched.max_seqs, sched.kv_blocks // max(per_request, 1))
+
+
+def server(
+    device: Device,
+    runtime: Runtime,
+    fmt: WeightFormat,
+    constants: Constants,
+    arch: ModelArch | None,
+    cap: CapacityResult,
+    prompt: int,
+    output: int,
+    queue_depth_per_seq: float,
+    max_wait_s: float,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+) -> Server | None:
+    """The model server of a costed config, or None when it cannot be simulated.
+
+    Its queue holds ``queue_depth_per_seq`` waiting requests per request it can
+    run at once, and abandons a request that waited ``max_wait_s``.
+    """
+    cost = step_cost(device, runtime, fmt, constants, arch, cap)
+    if cost is None or not cap.fits:
+        return None
+    sched = scheduler(runtime, device, cap, max_num_seqs, max_num_batched_tokens)
+    held = requests_held(sched, prompt, output)
+    if held < 1:
+        return None
+    depth = max(1, math.floor(queue_depth_per_seq * held))
+    return Server(sched, cost, depth, max_wait_s)

@@ -1,0 +1,166 @@
+"""The cost of one scheduler step for a mixed batch of decode tokens and prompt chunks.
+
+One formula serves every runtime (SPEC §4): a step's memory time (the weights
+once per pass, for MoE only the distinct experts its tokens touch, and every
+cached token attention reads) against its compute time (two FLOPs per active
+parameter per token, plus attention), whichever is larger, plus fixed per-pass
+overheads and the tensor-parallel all-reduces; and the host's work for the step
+(scheduling, and per sequence preparing inputs, sampling, streaming the token
+out), which overlaps the device's, so the slower of the two sets the pace.
+
+The functions are scalar and use only ``+ - * /``, ``min`` and ``max``, so the
+compiled loop (:mod:`backpressure.engine.serving.kernel`) and any other port
+give the same bits.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import numpy.typing as npt
+from backpressure.engine.serving.model import StepCost
+
+Array = npt.NDArray[np.float64]
+
+# Positions of the packed cost vector the compiled loop reads.
+W_DENSE, W_EXPERT, KV_FULL, KV_WINDOW, WINDOW, BANDWIDTH = 0, 1, 2, 3, 4, 5
+FLOPS_TOKEN, FLOPS_PAIR, FLOPS, PASS_S, STEP_S, AR_S, AR_TOKEN_S = 6, 7, 8, 9, 10, 11, 12
+SEQ_S, REQUEST_S, LATENCY_S = 13, 14, 15
+COST_FIELDS = 16
+MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
+
+
+@functools.lru_cache(maxsize=256)
+def pack(cost: StepCost) -> Array:
+    """The step cost as the float vector the compiled loop reads (read-only, shared)."""
+    out = np.zeros(COST_FIELDS)
+    out[W_DENSE] = cost.weight_bytes
+    out[W_EXPERT] = cost.expert_bytes
+    out[KV_FULL] = cost.kv_read_bytes_per_token
+    out[KV_WINDOW] = cost.window_read_bytes_per_token
+    out[WINDOW] = cost.window
+    out[BANDWIDTH] = cost.bandwidth_bytes_per_s
+    out[FLOPS_TOKEN] = cost.flops_per_token
+    out[FLOPS_PAIR] = cost.attn_flops_per_pair
+    out[FLOPS] = cost.flops_per_s
+    out[PASS_S] = cost.pass_overhead_s
+    out[STEP_S] = cost.step_overhead_s
+    out[AR_S] = cost.allreduce_s
+    out[AR_TOKEN_S] = cost.allreduce_s_per_token
+    out[SEQ_S] = cost.seq_overhead_s
+    out[REQUEST_S] = cost.request_overhead_s
+    out[LATENCY_S] = cost.request_latency_s
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def distinct_experts(num_experts: int, experts_per_token: int, max_tokens: int) -> Array:
+    """Expected distinct experts per MoE layer for ``t = 0 .. max_tokens`` tokens.
+
+    Parameters
+    ----------
+    num_experts, experts_per_token : int
+        ``n`` routed experts, ``k`` chosen per token; 0 and 0 for a dense model.
+    max_tokens : int
+        Largest token count of one pass [tokens].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``E[t] = n (1 - (1 - k/n)^t)``: with routing independent and uniform, an
+        expert is missed by one token with probability ``1 - k/n``. ``E[1] = k``
+        and ``E[t]`` tends to ``n``. The powers are built by repeated
+        multiplication (no ``pow``), so the table is the same on every platform.
+
+    Examples
+    --------
+    >>> distinct_experts(8, 2, 2).tolist()
+    [0.0, 2.0, 3.5]
+    """
+    table = np.zeros(max_tokens + 1)
+    if num_experts <= 0:
+        return table
+    miss = 1.0 - experts_per_token / num_experts
+    power = 1.0
+    for t in range(1, max_tokens + 1):
+        power = power * miss
+        table[t] = num_experts * (1.0 - power)
+    table.flags.writeable = False  # shared between runs: the cache hands out one array
+    return table
+
+
+def step_time(
+    cost: Array,
+    experts: Array,
+    decode: int,
+    kv_tokens: float,
+    prefill: int,
+    prefix_tokens: float,
+    pairs: float,
+    passes: int,
+    seqs: int,
+) -> float:
+    """Seconds one step takes (:func:`step_parts`, the slowest part)."""
+    return step_parts(
+        cost, experts, decode, kv_tokens, prefill, prefix_tokens, pairs, passes, seqs
+    )[0]
+
+
+def step_parts(
+    cost: Array,
+    experts: Array,
+    decode: int,
+    kv_tokens: float,
+    prefill: int,
+    prefix_tokens: float,
+    pairs: float,
+    passes: int,
+    seqs: int,
+) -> tuple[float, int]:
+    """Seconds one step takes.
+
+    Parameters
+    ----------
+    cost : numpy.ndarray
+        The packed :class:`StepCost` (:func:`pack`).
+    experts : numpy.ndarray
+        :func:`distinct_experts` for the model, up to the largest pass.
+    decode : int
+        Sequences that decode one token this step [-].
+    kv_tokens : float
+        KV tokens those sequences hold, read by their attention [tokens].
+    prefill : int
+        Prompt tokens processed this step, all chunks together [tokens].
+    prefix_tokens : float
+        KV tokens the prompt chunks' earlier parts hold, read once [tokens].
+    pairs : float
+        Query-key pairs of the prompt chunks' attention [-].
+    passes : int
+        Forward passes the step's tokens run in (vLLM: 1) [-].
+    seqs : int
+        Sequences in the step, decoding or prefilling [-].
+
+    Returns
+    -------
+    tuple of (float, int)
+        Step time [s] (0 for an empty step), and what set it: :data:`MEMORY`,
+        :data:`COMPUTE` or :data:`HOST`.
+    """
+    tokens = decode + prefill
+    if tokens <= 0:
+        return 0.0, HOST
+    per_pass = (tokens + passes - 1) // passes
+    weights = passes * (cost[W_DENSE] + cost[W_EXPERT] * experts[per_pass])
+    window = cost[WINDOW]
+    windowed = kv_tokens if window <= 0.0 else min(kv_tokens, decode * window)
+    kv = (kv_tokens + prefix_tokens) * cost[KV_FULL] + (windowed + prefix_tokens) * cost[KV_WINDOW]
+    memory = (weights + kv) / cost[BANDWIDTH]
+    compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kv_tokens + pairs)) / cost[FLOPS]
+    device = max(memory, compute) + passes * cost[PASS_S] + cost[AR_S] + tokens * cost[AR_TOKEN_S]
+    # The host prepares the next step while the device runs this one: the slower binds.
+    host = cost[STEP_S] + seqs * cost[SEQ_S]
+    if host > device:
+        return host, HOST
+    return device, MEMORY if memory >= compute else COMPUTE

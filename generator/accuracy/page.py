@@ -1,0 +1,115 @@
+"""What the accuracy page shows: the engine against published measurements, misses included."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from backpressure.catalog.loader import Catalog
+from backpressure.generator.accuracy.report import LABELS, Point, points, summarise
+from backpressure.generator.accuracy.serving import METRICS, load_cases
+
+WORST = 25  # misses listed by name on the page
+
+
+def serving_bands(cat: Catalog) -> dict[str, float]:
+    """The published serving band of each group of cases, from the calibration [%]."""
+    out: dict[str, float] = {}
+    for key, cal in cat.calibration.items():
+        if key.startswith("serving_band_pct_"):
+            scheduler, _, kind = key.removeprefix("serving_band_pct_").rpartition("_")
+            out[f"{scheduler}:{kind}"] = min(cal.value, 90.0)
+    return out
+
+
+def _band_for(cat: Catalog, bands: dict[str, float]) -> dict[str, float]:
+    """Band per report group; vLLM's for every continuously batching runtime."""
+    out = {}
+    for runtime in ("vLLM V1", "vLLM V0", "SGLang", "TensorRT-LLM", "TGI"):
+        for device in ("consumer", "datacenter"):
+            for kind in ("dense", "MoE"):
+                key = f"vllm:{'moe' if kind == 'MoE' else 'dense'}"
+                if key in bands:
+                    out[f"{runtime} · {device} · {kind}"] = bands[key]
+    return out
+
+
+def _summary_rows(pts: Sequence[Point], split: str) -> list[dict[str, Any]]:
+    rows = []
+    for group, metric in sorted({(p.group, p.metric) for p in pts}):
+        sel = [p for p in pts if p.group == group and p.metric == metric]
+        s = summarise(sel)
+        if s is None:
+            continue
+        rows.append(
+            {
+                "split": split,
+                "group": group,
+                "metric": LABELS[metric],
+                "n": s.n,
+                "curves": s.curves,
+                "median": f"{s.median_abs_pct:.0f} %",
+                "p90": f"{s.p90_abs_pct:.0f} %",
+                "bias": f"{s.bias_pct:+.0f} %",
+                "inside": f"{100 * s.inside_share:.0f} %",
+                "band": f"±{sel[0].band_pct:g} %",
+            }
+        )
+    return rows
+
+
+def serving_context(cat: Catalog) -> dict[str, Any]:
+    """Serving under load: per group and split, and the worst held-out misses."""
+    cases, skipped = load_cases(cat)
+    pts = points(cat, _band_for(cat, serving_bands(cat)), cases)
+    fit = [p for p in pts if not p.case.holdout]
+    held = [p for p in pts if p.case.holdout]
+    primary = [p for p in held if p.case.v1]
+    headline = {}
+    for metric in METRICS:
+        s = summarise([p for p in primary if p.metric == metric])
+        if s is not None:
+            headline[LABELS[metric]] = {
+                "median": f"{s.median_abs_pct:.0f} %",
+                "p90": f"{s.p90_abs_pct:.0f} %",
+                "inside": f"{100 * s.inside_share:.0f} %",
+                "n": s.n,
+            }
+    worst = sorted(held, key=lambda p: -abs(math.log(p.predicted / p.measured)))[:WORST]
+    return {
+        "cases": len(cases),
+        "points": len(pts),
+        "curves": len({p.case.curve for p in pts}),
+        "skipped": sorted(Counter(skipped).items(), key=lambda kv: -kv[1]),
+        "headline": headline,
+        "rows": _summary_rows(held, "held out") + _summary_rows(fit, "fitted"),
+        "worst": [
+            {
+                "metric": LABELS[p.metric],
+                "measured": _fmt(p.measured, p.metric),
+                "predicted": _fmt(p.predicted, p.metric),
+                "error": f"{100 * p.error:+.0f} %",
+                "inside": "yes" if p.inside else "no",
+                "what": (
+                    f"{p.case.gpus}× {p.case.gpu} · {p.case.model} · {p.case.quant} · "
+                    f"{p.case.framework} {p.case.version} · {_load(p)}"
+                ),
+                "source": p.case.source,
+            }
+            for p in worst
+        ],
+    }
+
+
+def _load(p: Point) -> str:
+    c = p.case
+    shape = f"{c.prompt:,} in / {c.output:,} out"
+    if c.rate is not None:
+        return f"{c.rate:g} req/s, {shape}"
+    return f"{c.users:,} in flight, {shape}"
+
+
+def _fmt(value: float, metric: str) -> str:
+    return f"{value:,.0f} tok/s" if metric == "output_tps" else f"{value:,.1f} ms"

@@ -1,0 +1,351 @@
+"""Published serving benchmarks against the engine: one case per measured run.
+
+Each row of ``benchmarks/data/serving_load.csv`` (copied as printed, with its
+source) that ``serving_map.yaml`` ties to catalog entries becomes a case: the
+device and its tensor-parallel degree, the model and weights, the request
+profile, and how the load was offered (``--max-concurrency N``, all prompts at
+once, or Poisson arrivals at a rate). The engine runs the same protocol and the
+case compares its TTFT, TPOT and output tokens per second with the measured
+ones, as ``vllm bench serve`` defines them.
+
+Cases are split for calibration by *curve* (one source document, device, model,
+weights and parallel degree): a curve's points are correlated, so they are
+fitted, or held out, together.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from backpressure.catalog.loader import Catalog
+from backpressure.engine.capacity import estimate
+from backpressure.engine.inputs import Constants, Device
+from backpressure.engine.rng import Mulberry32
+from backpressure.engine.serving import kernel
+from backpressure.engine.serving.model import Policy, Server, StepCost
+from backpressure.engine.serving.run import Run, serve
+from backpressure.engine.serving.spec import server
+from backpressure.engine.sim.libm import ln
+from backpressure.generator import resolve
+from backpressure.generator.paths import ROOT
+
+DATA = ROOT / "benchmarks" / "data"
+METRICS = ("ttft_ms", "tpot_ms", "output_tps")
+CONSUMER = frozenset({"rtx-3090", "rtx-4090", "rtx-5090", "l40s"})
+_TOTAL_IN = re.compile(r"total input tokens (\d+)")
+_TOTAL_OUT = re.compile(r"total generated tokens (\d+)")
+_FLAG = re.compile(r"--(max-num-seqs|max-num-batched-tokens)[ =](\d+)")
+_KV_TOKENS = re.compile(r"GPU KV cache size:? ([\d,]+) tokens")
+_KV_GIB = re.compile(r"available KV ([\d.]+) GiB per GPU")
+STEADY_REQUESTS_PER_USER = 16  # a closed loop of unknown length is run this long per user
+FIXED_LENGTHS = frozenset({"random", "synthetic", "sonnet"})  # datasets of set lengths
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One measured run and how to replay it."""
+
+    row: int
+    source: str
+    curve: str
+    holdout: bool
+    gpu: str
+    gpus: int
+    model: str
+    quant: str
+    runtime: str
+    framework: str
+    version: str
+    dataset: str
+    prompt: int
+    output: int
+    requests: int
+    users: int
+    rate: float | None
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    measured: Mapping[str, float]
+    kv_tokens: int | None = None
+    kv_bytes: float | None = None
+
+    @property
+    def v1(self) -> bool:
+        """A vLLM run of the V1 engine (0.8 and later), the scheduler the engine follows."""
+        m = re.match(r"(\d+)\.(\d+)", self.version)
+        return self.framework == "vllm" and m is not None and (int(m[1]), int(m[2])) >= (0, 8)
+
+
+def _num(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _int(text: str) -> int | None:
+    value = _num(text)
+    return int(value) if value is not None and value == int(value) else None
+
+
+def _quant(dtype: str, repo: str, table: Mapping[str, str]) -> str | None:
+    word = dtype.strip().split(" ")[0].lower() if dtype.strip() else ""
+    if word in table:
+        return table[word]
+    if word in ("", "not"):
+        upper = repo.upper()
+        for mark, quant in (("FP8", "fp8"), ("AWQ", "awq-int4"), ("GPTQ", "gptq-int4")):
+            if mark in upper:
+                return quant
+        return "bf16"
+    return None
+
+
+def _lengths(r: Mapping[str, str]) -> tuple[int, int] | None:
+    """Mean prompt and output tokens: the totals the source prints, else the nominal lengths."""
+    done = _int(r["completed"]) or _int(r["num_prompts"])
+    total_in = _TOTAL_IN.search(r["notes"])
+    total_out = _TOTAL_OUT.search(r["notes"])
+    nominal_in, nominal_out = _int(r["input_len"]), _int(r["output_len"])
+    prompt = round(int(total_in.group(1)) / done) if total_in and done else nominal_in
+    output = round(int(total_out.group(1)) / done) if total_out and done else nominal_out
+    if not prompt or not output or output < 2:
+        return None
+    return prompt, output
+
+
+def _curve(r: Mapping[str, str], gpu: str, model: str, quant: str, gpus: int) -> str:
+    doc = r["source"].split("#")[0]
+    return "|".join((doc, gpu, model, quant, str(gpus), r["framework"], r["dataset"]))
+
+
+def _is_holdout(curve: str) -> bool:
+    """Half the curves, chosen by a hash of their identity (the same split every run)."""
+    return hashlib.sha256(curve.encode()).digest()[0] % 2 == 1
+
+
+def load_cases(cat: Catalog, data: Path = DATA) -> tuple[list[Case], Counter[str]]:
+    """Cases for every comparable row, and why the others were left out."""
+    mapping = yaml.safe_load((data / "serving_map.yaml").read_text(encoding="utf-8"))
+    with (data / "serving_load.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    skipped: Counter[str] = Counter()
+    cases = []
+    for i, r in enumerate(rows):
+        why, case = _case(cat, mapping, i, r)
+        if case is None:
+            skipped[why] += 1
+        else:
+            cases.append(case)
+    return cases, skipped
+
+
+def _case(
+    cat: Catalog, mapping: Mapping[str, Any], i: int, r: Mapping[str, str]
+) -> tuple[str, Case | None]:
+    gpu = mapping["gpus"].get(r["gpu"])
+    model = mapping["models"].get(r["hf_repo"])
+    quant = _quant(r["weights_dtype"], r["hf_repo"], mapping["quants"])
+    runtime = mapping["frameworks"].get(r["framework"])
+    count = _int(r["gpu_count"]) or 1
+    tp = _int(r["tensor_parallel"]) or count
+    lengths = _lengths(r)
+    rate = _num(r["request_rate"]) if r["request_rate"] not in ("inf", "") else None
+    users = _int(r["max_concurrency"]) or 0
+    requests = _int(r["completed"]) or _int(r["num_prompts"])
+    if not requests and users and rate is None:
+        requests = STEADY_REQUESTS_PER_USER * users  # a closed loop measured in its steady state
+    flags = {k: int(v) for k, v in _FLAG.findall(r["notes"])}
+    # Means where the source prints them, else medians (steady closed loops: close to the mean).
+    measured = {
+        k: v
+        for k, v in (
+            ("ttft_ms", _num(r["mean_ttft_ms"]) or _num(r["median_ttft_ms"])),
+            ("tpot_ms", _num(r["mean_tpot_ms"]) or _num(r["median_tpot_ms"])),
+            ("output_tps", _num(r["output_throughput"])),
+        )
+        if v is not None and v > 0
+    }
+    checks = (
+        (gpu is None or gpu not in cat.gpus, "GPU not in the catalog"),
+        (model is None or model not in cat.models, "model not in the catalog"),
+        (quant is None or quant not in cat.quants, "weights not mapped"),
+        (runtime is None, "framework not mapped"),
+        (tp != count or tp not in (1, 2, 4, 8), "not a single tensor-parallel group of 1-8"),
+        (lengths is None, "request lengths not known"),
+        (not requests, "request count not known"),
+        (not measured, "no mean TTFT, TPOT or throughput"),
+        (
+            r["request_rate"] == "inf" and not users and requests and requests > 4096,
+            "more than 4,096 prompts at once",
+        ),
+    )
+    for bad, why in checks:
+        if bad:
+            return why, None
+    assert gpu and model and quant and runtime and lengths and requests
+    if rate is None and not users:
+        users = requests  # every prompt at once: a closed loop as wide as the run
+    if rate is not None and users:
+        rate = None  # a concurrency cap under a rate: costed as the closed loop it caps to
+    curve = _curve(r, gpu, model, quant, tp)
+    return "", Case(
+        i,
+        r["source"],
+        curve,
+        _is_holdout(curve),
+        gpu,
+        tp,
+        model,
+        quant,
+        runtime,
+        r["framework"],
+        r["framework_version"],
+        r["dataset"],
+        lengths[0],
+        lengths[1],
+        requests,
+        users,
+        rate,
+        _int(r["max_num_seqs"]) or flags.get("max-num-seqs"),
+        _int(r["max_num_batched_tokens"]) or flags.get("max-num-batched-tokens"),
+        measured,
+        *_logged_kv(r["notes"], tp),
+    )
+
+
+def _logged_kv(notes: str, tp: int) -> tuple[int | None, float | None]:
+    """The KV pool the server logged, where the source quotes it: tokens, or GiB per GPU.
+
+    Replaying with the logged pool tests the scheduler and step model apart from
+    the memory model (which the KV-capacity report checks on its own).
+    """
+    tokens = _KV_TOKENS.search(notes)
+    if tokens:
+        return int(tokens.group(1).replace(",", "")), None
+    gib = _KV_GIB.search(notes)
+    if gib:
+        return None, float(gib.group(1)) * 1024**3 * tp
+    return None, None
+
+
+def device(cat: Catalog, gpu: str, count: int) -> Device:
+    """``count`` of a catalog GPU, linked as the catalog's rigs of that GPU are."""
+    if count == 1:
+        return resolve.device_for(cat, gpu)
+    rig = next((g for g in cat.rigs.values() if g.gpu == gpu), None)
+    link = rig.interconnect if rig else ("nvlink" if "sxm" in gpu or gpu == "b200" else "pcie")
+    bandwidth = rig.interconnect_bandwidth_bytes_per_s if rig else None
+    return resolve.device_from_gpu(cat.gpus[gpu], count, link, bandwidth)
+
+
+def _arrivals(case: Case) -> np.ndarray:
+    """Poisson arrivals at the case's rate, seeded by its row (deterministic)."""
+    assert case.rate is not None
+    rng = Mulberry32(case.row)
+    u = rng.block(case.requests)
+    gaps = -ln(1.0 - u) / case.rate
+    return np.cumsum(gaps) - gaps[0]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A case made ready to run: its server, and the requests of its protocol."""
+
+    server: Server
+    arrival: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+    users: int
+
+
+def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Replay | None:
+    """The case's server (catalog device, runtime, weights and constants) and its load."""
+    dev = device(cat, case.gpu, case.gpus)
+    rt = resolve.runtime_profile(cat.runtimes[case.runtime])
+    fmt = resolve.weight_format(cat.quants[case.quant])
+    c = constants or resolve.constants(cat)
+    arch = cat.archs[case.model]
+    context = min(arch.max_context, max(case.prompt + case.output, 4096))
+    kv = resolve.kv_bytes(cat.kv_dtypes["auto"])
+    cap = estimate(dev, rt, fmt, c, context, kv, arch=arch)
+    srv = server(
+        dev,
+        rt,
+        fmt,
+        c,
+        arch,
+        cap,
+        case.prompt,
+        case.output,
+        1e9,
+        math.inf,
+        case.max_num_seqs,
+        case.max_num_batched_tokens,
+    )
+    if srv is None:
+        return None
+    kv_tokens = case.kv_tokens
+    if kv_tokens is None and case.kv_bytes is not None:
+        kv_tokens = int(case.kv_bytes // max(cap.kv_bytes_per_token, 1))
+    if kv_tokens is not None and srv.scheduler.policy is Policy.VLLM:
+        blocks = kv_tokens // srv.scheduler.block_tokens
+        srv = replace(srv, scheduler=replace(srv.scheduler, kv_blocks=blocks))
+    n = case.requests
+    arrival = np.zeros(n) if case.rate is None else _arrivals(case)
+    return Replay(
+        srv,
+        arrival,
+        np.full(n, case.prompt, np.int64),
+        np.full(n, case.output, np.int64),
+        case.users if case.rate is None else 0,
+    )
+
+
+def run_replay(rep: Replay, cost: StepCost | None = None) -> dict[str, float]:
+    """Run a prepared case (with another step cost, when fitting one)."""
+    srv = rep.server if cost is None else replace(rep.server, cost=cost)
+    return metrics(serve(srv, rep.arrival, rep.prompt, rep.output, users=rep.users))
+
+
+def replay(cat: Catalog, case: Case, constants: Constants | None = None) -> dict[str, float] | None:
+    """The engine's TTFT, TPOT and output tokens/s for the case's protocol."""
+    rep = prepare(cat, case, constants)
+    return None if rep is None else run_replay(rep)
+
+
+def metrics(run: Run) -> dict[str, float]:
+    """Mean TTFT and TPOT [ms] and output tokens/s, as ``vllm bench serve`` reports them.
+
+    TPOT is ``(e2e - ttft) / (output - 1)`` per request, then averaged; the
+    throughput counts output tokens of completed requests over the time from the
+    first arrival to the last completion.
+    """
+    done = run.status == kernel.DONE
+    if not done.any():
+        return {}
+    ttft = run.first[done] - run.arrival[done]
+    out = run.output[done]
+    tpot = (run.finish[done] - run.first[done]) / np.maximum(out - 1, 1)
+    span = float(np.max(run.finish[done]) - np.min(run.arrival))
+    return {
+        "ttft_ms": float(np.mean(ttft)) * 1e3,
+        "tpot_ms": float(np.mean(tpot[out > 1])) * 1e3 if (out > 1).any() else math.nan,
+        "output_tps": float(out.sum()) / span if span > 0 else math.nan,
+        "running": run.running_s / run.busy_s if run.busy_s > 0 else 0.0,
+    }
+
+
+def with_constants(cat: Catalog, **changes: Any) -> Constants:
+    """The catalog's constants with some replaced (for fitting)."""
+    return replace(resolve.constants(cat), **changes)

@@ -1,0 +1,214 @@
+"""The serving engine's mechanics: what each scheduler does, shown on small servers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from backpressure.engine.serving import kernel
+from backpressure.engine.serving.breaking import (
+    Epochs,
+    Search,
+    concurrency_table,
+    find_breaking,
+    open_loop,
+    saturation_rps,
+)
+from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCost
+from backpressure.engine.serving.rules import Limits
+from backpressure.engine.serving.run import closed_loop, serve
+from backpressure.engine.serving.step import pack, step_time
+
+MS = 1e-3
+
+# An 8B-class model on a 24 GB card, in round numbers: 16 GB of weights read at
+# 800 GB/s (20 ms a pass), 128 KiB of KV per token, 100 TFLOP/s.
+COST = StepCost(
+    weight_bytes=16e9, expert_bytes=0.0, num_experts=0, experts_per_token=0,
+    kv_read_bytes_per_token=131072.0, window_read_bytes_per_token=0.0, window=0,
+    bandwidth_bytes_per_s=800e9, flops_per_token=16e9, attn_flops_per_pair=4 * 32 * 32 * 128,
+    flops_per_s=100e12, pass_overhead_s=0.001, step_overhead_s=0.0,
+)
+
+
+def vllm(blocks: int = 4096, seqs: int = 256, budget: int = 2048, cost: StepCost = COST,
+         depth: int = 10_000, wait: float = math.inf) -> Server:
+    return Server(Scheduler(Policy.VLLM, blocks, 16, seqs, budget, budget, 32768), cost, depth,
+                  wait)
+
+
+def llama(slots: int, ctx: int, cost: StepCost = COST, depth: int = 10_000,
+          wait: float = math.inf) -> Server:
+    return Server(Scheduler(Policy.LLAMA_CPP, 0, 1, slots, 2048, 512, ctx), cost, depth, wait)
+
+
+def requests(n: int, prompt: int, output: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.full(n, prompt, np.int64), np.full(n, output, np.int64)
+
+
+def test_one_request_takes_a_prefill_step_then_output_minus_one_decode_steps():
+    p, o = requests(1, 1000, 10)
+    run = serve(vllm(), np.zeros(1), p, o)
+    c = pack(COST)
+    prefill = step_time(c, np.zeros(2049), 0, 0.0, 1000, 0.0, 1000 * 1001 / 2, 1, 1)
+    assert run.first[0] == pytest.approx(prefill)
+    decode = sum(step_time(c, np.zeros(2049), 1, 1000.0 + k + 1, 0, 0.0, 0.0, 1, 1)
+                 for k in range(9))
+    assert run.finish[0] - run.first[0] == pytest.approx(decode)
+    assert run.status[0] == kernel.DONE and run.steps == 10
+
+
+def test_paged_admission_holds_more_short_requests_than_full_context_slots():
+    # One pool of 65,536 KV tokens. llama.cpp reserves a slot's full 8k context per
+    # request: 8 at once. vLLM admits a 1,024 + 128 token request by the blocks it
+    # holds, so dozens run at once, and the closed loop gets more done.
+    tokens = 65_536
+    p, o = requests(256, 1024, 128)
+    paged = closed_loop(vllm(blocks=tokens // 16), 64, 256, 1024, 128)
+    slots = closed_loop(llama(slots=tokens // 8192, ctx=8192), 64, 256, 1024, 128)
+    assert slots.running_s / slots.busy_s <= 8.0 + 1e-9
+    assert paged.running_s / paged.busy_s > 4 * slots.running_s / slots.busy_s
+    done_per_s = [np.sum(r.status == kernel.DONE) / np.max(r.finish) for r in (paged, slots)]
+    assert done_per_s[0] > 2 * done_per_s[1]
+    del p, o
+
+
+def test_a_long_prompt_delays_the_first_token_of_the_requests_behind_it():
+    # Chunked prefill: a 16k prompt arriving first eats the token budget of the
+    # steps it spans, so the short prompts that arrive just after wait for it.
+    arrival = np.array([0.0, 0.001, 0.002, 0.003])
+    short = serve(vllm(), arrival[1:], *requests(3, 200, 16))
+    p = np.array([16_000, 200, 200, 200], np.int64)
+    o = np.full(4, 16, np.int64)
+    behind = serve(vllm(), arrival, p, o)
+    alone = short.first - short.arrival
+    delayed = behind.first[1:] - behind.arrival[1:]
+    assert np.all(delayed > alone + 0.05)
+
+
+def test_preemption_appears_when_blocks_run_out_and_never_with_room():
+    tight = closed_loop(vllm(blocks=200), 16, 64, 512, 256)  # 16 x 48 blocks > 200
+    roomy = closed_loop(vllm(blocks=20_000), 16, 64, 512, 256)
+    assert tight.preemptions > 0
+    assert roomy.preemptions == 0
+    assert np.all(tight.status == kernel.DONE)  # preempted requests recompute and finish
+    assert tight.preempts.sum() == tight.preemptions
+    assert np.max(tight.finish) > np.max(roomy.finish)
+
+
+@pytest.mark.parametrize("server", [vllm(), llama(slots=24, ctx=4096)], ids=["vllm", "llama.cpp"])
+def test_closed_loop_throughput_agrees_with_littles_law(server):
+    # N users always have one request in flight: N = throughput x mean latency.
+    for users in (1, 4, 16, 64):
+        run = closed_loop(server, users, 12 * users + 32, 1024, 128)
+        done = run.status == kernel.DONE
+        span = np.max(run.finish)
+        throughput = done.sum() / span
+        latency = np.mean(run.finish[done] - run.arrival[done])
+        assert throughput * latency == pytest.approx(users, rel=0.1), users
+
+
+def test_the_sequence_limit_caps_what_runs():
+    run = closed_loop(vllm(seqs=8), 32, 128, 256, 64)
+    assert run.running_s / run.busy_s <= 8 + 1e-9
+
+
+def test_a_full_queue_sheds_and_an_old_request_is_abandoned():
+    arrival = np.zeros(50)
+    run = serve(vllm(seqs=1, depth=5, wait=0.5), arrival, *requests(50, 500, 200))
+    # all fifty arrive before the first step: five find room in the queue, the rest are shed
+    assert np.sum(run.status == kernel.SHED) == 45
+    aged = serve(vllm(seqs=1, wait=0.5), arrival[:10], *requests(10, 500, 200))
+    assert np.sum(aged.status == kernel.ABANDONED) > 0
+
+
+def test_a_request_no_pool_holds_is_refused_not_hung():
+    run = serve(vllm(blocks=10), np.zeros(2), *requests(2, 1000, 10))
+    assert np.all(run.status == kernel.TOO_LONG)
+    slot = serve(llama(slots=2, ctx=512), np.zeros(1), *requests(1, 1000, 10))
+    assert slot.status[0] == kernel.TOO_LONG
+
+
+LIMITS = Limits(ttft_budget_s=1.5, p99_slo_s=14.3, availability=0.999, soak_utilization=0.85,
+                soak_s=120.0)
+SEARCH = Search(measure_requests=600, min_measured=150)
+
+
+def test_latency_never_improves_past_the_break():
+    # Lost requests count as infinitely slow, so p99 cannot fall once some are lost.
+    srv = vllm(blocks=2000, depth=64, wait=20.0)
+    times = Epochs(3)
+    verdicts = [open_loop(srv, times, rate, 1024, 128, LIMITS, SEARCH.window(rate))
+                for rate in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)]
+    p99 = [v.ttft_p99_s for v in verdicts]
+    assert p99 == sorted(p99)
+    assert math.isinf(p99[-1]) and verdicts[-1].lost_share > 0
+
+
+def test_the_breaking_rate_is_bisected_and_named_by_its_rule():
+    srv = vllm(depth=512, wait=60.0)
+    sat = saturation_rps(concurrency_table(srv, 1024, 128, SEARCH))
+    b = find_breaking(srv, 1024, 128, LIMITS, SEARCH, sat, Epochs(1))
+    assert b.rate is not None and not b.fails_at_any_load
+    low, high = b.bracket
+    assert high == b.rate and low < high <= low * (1 + SEARCH.tolerance)
+    passing = {v.rate: v.passed for v in b.runs}
+    assert passing[low] and not passing[high]
+    assert b.rule in next(v for v in b.runs if v.rate == high).fired
+    assert all(r is None or r >= b.rate for r in b.rule_rates.values())
+
+
+def test_a_config_that_fails_at_the_lowest_rate_fails_at_any_load():
+    slow = replace(COST, flops_per_s=1e12)  # a 1,024-token prompt takes seconds to prefill
+    srv = vllm(cost=slow)
+    sat = saturation_rps(concurrency_table(srv, 1024, 128, SEARCH))
+    b = find_breaking(srv, 1024, 128, LIMITS, SEARCH, sat, Epochs(1))
+    assert b.fails_at_any_load and b.rate is None and b.rule == "ttft"
+
+
+def test_breaking_rates_are_monotone_in_bandwidth():
+    rates = []
+    for bw in (200e9, 400e9, 800e9, 1600e9):
+        srv = vllm(cost=replace(COST, bandwidth_bytes_per_s=bw), depth=512, wait=60.0)
+        sat = saturation_rps(concurrency_table(srv, 1024, 128, SEARCH))
+        rates.append(find_breaking(srv, 1024, 128, LIMITS, SEARCH, sat, Epochs(5)).rate)
+    assert all(r is not None for r in rates)
+    assert rates == sorted(rates)
+
+
+def test_a_run_is_the_same_bits_twice_and_the_epochs_however_drawn():
+    a = Epochs(9).upto(10_000).copy()
+    b = Epochs(9)
+    for n in (10, 300, 2000, 10_000):
+        b.upto(n)
+    assert np.array_equal(a, b.upto(10_000)[:10_000])
+    srv = vllm(depth=64, wait=30.0)
+    one = open_loop(srv, Epochs(2), 5.0, 1024, 128, LIMITS, SEARCH.window(5.0))
+    two = open_loop(srv, Epochs(2), 5.0, 1024, 128, LIMITS, SEARCH.window(5.0))
+    assert one == two
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    blocks=st.integers(20, 3000), seqs=st.integers(1, 64), budget=st.sampled_from([256, 2048]),
+    users=st.integers(1, 40), prompt=st.integers(1, 600), output=st.integers(2, 200),
+    policy=st.sampled_from([Policy.VLLM, Policy.LLAMA_CPP]),
+)
+def test_every_request_of_a_closed_loop_ends_and_nothing_leaks(blocks, seqs, budget, users,
+                                                               prompt, output, policy):
+    if policy is Policy.VLLM:
+        srv = vllm(blocks=blocks, seqs=min(seqs, budget), budget=budget)
+    else:
+        srv = llama(slots=seqs, ctx=max(prompt + output, 16))
+    run = closed_loop(srv, users, 3 * users, prompt, output)
+    fates = set(run.status.tolist())
+    assert fates <= {kernel.DONE, kernel.TOO_LONG}
+    done = run.status == kernel.DONE
+    assert np.all(run.first[done] >= run.arrival[done])
+    assert np.all(run.finish[done] >= run.first[done])
+    assert np.all(run.occupancy <= 1.0 + 1e-9)
