@@ -27,7 +27,6 @@ from backpressure.engine.serving.model import StepCost
 from backpressure.generator import resolve
 from backpressure.generator.accuracy.report import quantile
 from backpressure.generator.accuracy.serving import (
-    FIXED_LENGTHS,
     METRICS,
     Case,
     Replay,

@@ -235,26 +235,35 @@ class Runtime(Entity):
         default=None, ge=1, le=1024, description="vLLM: tokens per KV-cache block [tokens]."
     )
     max_num_seqs: int | None = Field(
-        default=None, ge=1, le=65_536,
+        default=None,
+        ge=1,
+        le=65_536,
         description="vLLM: default max_num_seqs of the OpenAI server on smaller GPUs [-].",
     )
     large_gpu_max_num_seqs: int | None = Field(
-        default=None, ge=1, le=65_536,
+        default=None,
+        ge=1,
+        le=65_536,
         description="vLLM: default max_num_seqs on GPUs at or above large_gpu_memory_bytes [-].",
     )
     small_defaults_name: str | None = Field(
-        default=None, max_length=40,
+        default=None,
+        max_length=40,
         description=(
             "vLLM: GPUs whose name contains this keep the smaller defaults whatever their "
             "memory (vLLM does so for the A100)."
         ),
     )
     n_batch: int | None = Field(
-        default=None, ge=1, le=1_048_576,
+        default=None,
+        ge=1,
+        le=1_048_576,
         description="llama.cpp: logical batch, the most tokens one step processes [tokens].",
     )
     n_ubatch: int | None = Field(
-        default=None, ge=1, le=1_048_576,
+        default=None,
+        ge=1,
+        le=1_048_576,
         description="llama.cpp: physical batch, the tokens of one forward pass [tokens].",
     )
 
@@ -370,49 +379,68 @@ class Settings(BaseModel):
         default=120, gt=0, description="How long the soak utilization must hold to fail [s]."
     )
     availability: float = Field(
-        default=0.999, gt=0, lt=1,
+        default=0.999,
+        gt=0,
+        lt=1,
         description="Share of offered requests that must be served; the rest is the error "
         "budget, and losing more of it fails the error-budget rule [share].",
     )
     min_usable_tokens_per_s: float = Field(
-        default=5.0, gt=0, le=10_000,
+        default=5.0,
+        gt=0,
+        le=10_000,
         description="A config whose single stream decodes slower than this is too slow to "
         "use: it gets its own verdict and no breaking rate [tokens/s].",
     )
     min_usable_reason: str = Field(
-        default="", max_length=500,
+        default="",
+        max_length=500,
         description="Why the usable floor is where it is (printed beside the verdict).",
     )
     measure_requests: int = Field(
-        default=1500, ge=100, le=1_000_000,
+        default=1500,
+        ge=100,
+        le=1_000_000,
         description="Arrivals an open-loop run measures (after its warm-up), unless the soak "
         "window holds fewer [-].",
     )
     min_measured_requests: int = Field(
-        default=200, ge=10, le=1_000_000,
+        default=200,
+        ge=10,
+        le=1_000_000,
         description="The fewest arrivals a run measures: a slow server's run lasts as long as "
         "these take [-].",
     )
     min_measure_seconds: float = Field(
-        default=10, gt=0, le=86_400,
+        default=10,
+        gt=0,
+        le=86_400,
         description="The shortest measured window of a run [s].",
     )
     warmup_seconds: float = Field(
-        default=30, ge=0, le=86_400,
+        default=30,
+        ge=0,
+        le=86_400,
         description="The longest warm-up of a run: arrivals before it are not measured [s].",
     )
     load_min_fraction: float = Field(
-        default=0.05, gt=0, le=1,
+        default=0.05,
+        gt=0,
+        le=1,
         description="The lowest offered rate tried, as a share of the closed-loop saturation "
         "rate; a config failing there fails at any load [share].",
     )
     breaking_tolerance: float = Field(
-        default=0.02, gt=0.001, le=0.5,
+        default=0.02,
+        gt=0.001,
+        le=0.5,
         description="The breaking rate is bisected until a rate that holds and one that fails "
         "are this close (relative) [-].",
     )
     max_load_doublings: int = Field(
-        default=4, ge=0, le=20,
+        default=4,
+        ge=0,
+        le=20,
         description="How often the load is doubled past saturation looking for a failure [-].",
     )
     curve_fractions: tuple[Annotated[float, Field(gt=0, le=10)], ...] = Field(
@@ -421,7 +449,9 @@ class Settings(BaseModel):
         "breaking rate [share].",
     )
     max_users: int = Field(
-        default=1024, ge=1, le=65_536,
+        default=1024,
+        ge=1,
+        le=65_536,
         description="The concurrency table (closed loop) stops at this many users [-].",
     )
     seed: int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")

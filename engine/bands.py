@@ -129,8 +129,8 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
         return capacity
     return Band(
         data,
-        f"±{data} %: {label} runs held out of the calibration need it "
-        f"(capacity alone: {capacity.reason})",
+        f"90 % of the published {label} serving runs fall within ±{data} % "
+        f"(capacity alone would give ±{capacity.pct} %)",
     )
 
 

@@ -11,11 +11,11 @@ from backpressure.catalog.errors import safe_repr
 from backpressure.catalog.hf_config import ConfigError, parse_config
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.capacity import estimate
 from backpressure.engine.inputs import Device, Runtime
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GB, GIB
 from backpressure.generator import resolve
+from backpressure.generator.serve_once import Load, ServingError, serve_config
 
 
 class UserError(Exception):
@@ -48,6 +48,7 @@ class EstimateArgs:
     gpu_memory_utilization: float | None
     kv_dtype: str
     overhead_gb: float | None
+    load: Load | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,9 @@ class Estimate:
     runtime: str
     kv_dtype: str
     result: CapacityResult
+    serving: dict[str, Any] | None = None
+    min_stream_tokens_per_s: float = 10.0
+    kv_heuristic: float = 0.017
 
 
 def _usable_fraction_default(cat: Catalog, kind: str) -> float | None:
@@ -155,17 +159,37 @@ def run_estimate(cat: Catalog, args: EstimateArgs) -> Estimate:
     rt_id, profile = _runtime(cat, args, device)
     quant = cat.quants[args.quant]
     kv = resolve.lookup(cat.kv_dtypes, "KV dtype", args.kv_dtype)
-    result = estimate(
+    cfg = resolve.Config(
         device,
+        rt_id,
         profile,
         resolve.weight_format(quant),
         resolve.constants(cat),
         args.context,
         resolve.kv_bytes(kv),
-        arch=arch,
-        params=params,
+        arch,
+        params,
     )
-    return Estimate(device.name, name, quant.id, quant.bits_per_weight, rt_id, kv.id, result)
+    result = cfg.capacity()
+    serving = None
+    if args.load is not None:
+        try:
+            serving = serve_config(cat, cfg, result, args.load)
+        except ServingError as exc:
+            raise UserError(str(exc)) from exc
+    c = cfg.constants
+    return Estimate(
+        device.name,
+        name,
+        quant.id,
+        quant.bits_per_weight,
+        rt_id,
+        kv.id,
+        result,
+        serving,
+        c.min_stream_tokens_per_s,
+        c.kv_heuristic_mib_per_billion,
+    )
 
 
 def estimate_json(est: Estimate) -> dict[str, Any]:
@@ -177,6 +201,7 @@ def estimate_json(est: Estimate) -> dict[str, Any]:
         "runtime": est.runtime,
         "kv_dtype": est.kv_dtype,
         **asdict(est.result),
+        **(est.serving or {}),
     }
 
 

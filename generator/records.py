@@ -104,7 +104,7 @@ class Curves:
 
     ``load_*`` share the offered rates of the open-loop runs (latencies in ms,
     None where a lost request makes the percentile infinite); ``users`` and
-    ``conc_*`` the closed-loop concurrency table; ``timeline_*`` the run at the
+    ``table_*`` the closed-loop concurrency table; ``timeline_*`` the run at the
     breaking rate (``timeline_rps``), second by second.
     """
 
@@ -117,12 +117,12 @@ class Curves:
     lost_share: tuple[float, ...]
     occupancy: tuple[float, ...]
     users: tuple[int, ...]
-    conc_ttft_ms: tuple[float, ...]
-    conc_tpot_ms: tuple[float, ...]
-    conc_tokens_per_user: tuple[float, ...]
-    conc_output_tps: tuple[float, ...]
-    conc_requests_per_s: tuple[float, ...]
-    conc_running: tuple[float, ...]
+    table_ttft_ms: tuple[float, ...]
+    table_tpot_ms: tuple[float, ...]
+    table_tokens_per_user: tuple[float, ...]
+    table_output_tps: tuple[float, ...]
+    table_requests_per_s: tuple[float, ...]
+    table_running: tuple[float, ...]
     timeline_rps: float | None
     timeline_s: tuple[float, ...]
     timeline_queue_depth: tuple[float, ...]

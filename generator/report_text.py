@@ -5,7 +5,8 @@ from __future__ import annotations
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GIB
 from backpressure.generator.estimate import Estimate
-from backpressure.generator.text import verdict
+from backpressure.generator.serve_once import serving_lines
+from backpressure.generator.text import capacity_verdict
 
 
 def gib(n: float) -> str:
@@ -17,7 +18,7 @@ def _arithmetic(est: Estimate) -> list[str]:
     r = est.result
     params = f"{r.total_params / 1e9:.2f}B"
     per_token = f"{r.kv_bytes_per_token:,} B/token"
-    kv_label = "exact" if r.kv_basis == "exact" else "0.017 MiB/B heuristic"
+    kv_label = "exact" if r.kv_basis == "exact" else f"{est.kv_heuristic:g} MiB/B heuristic"
     capped = r.kv_bytes_per_request != r.kv_bytes_per_token * r.context_tokens
     window = ", windows capped" if capped else ""
     rows = [
@@ -41,14 +42,14 @@ def _arithmetic(est: Estimate) -> list[str]:
     return lines
 
 
-def _ceilings(r: CapacityResult) -> list[str]:
+def _ceilings(r: CapacityResult, floor: float) -> list[str]:
     lines = [f"  KV slots     {r.slots:,} concurrent requests at {r.context_tokens:,} tokens"]
     if r.decode_tokens_per_s is None or r.bandwidth_concurrency is None:
         lines.append("  bandwidth    not computed: no memory-bandwidth figure for this device")
     else:
         lines.append(
-            f"  bandwidth    {r.bandwidth_concurrency:,} concurrent streams at >= 10 tok/s "
-            f"each (one stream alone: {r.decode_tokens_per_s:,.1f} tok/s)"
+            f"  bandwidth    {r.bandwidth_concurrency:,} concurrent streams at >= "
+            f"{floor:g} tok/s each (one stream alone: {r.decode_tokens_per_s:,.1f} tok/s)"
         )
     if r.prefill_tokens_per_s:
         lines.append(f"  prefill      {r.prefill_tokens_per_s:,.0f} prompt tokens/s")
@@ -69,9 +70,11 @@ def render(est: Estimate) -> str:
         *_arithmetic(est),
         "",
         "ceilings",
-        *_ceilings(r),
+        *_ceilings(r, est.min_stream_tokens_per_s),
         "",
         f"band     {r.error_band_reason}",
-        f"verdict  {verdict(r)}",
+        f"verdict  {capacity_verdict(r)}",
     ]
+    if est.serving is not None:
+        lines += ["", *serving_lines(est.serving)]
     return "\n".join(lines)

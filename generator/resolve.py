@@ -10,6 +10,7 @@ from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.catalog.schema import Gpu, KvDtype, Quant
 from backpressure.catalog.schema import Runtime as RuntimeEntry
 from backpressure.engine.arch import ModelArch
+from backpressure.engine.bands import Band, serving_band_rule
 from backpressure.engine.capacity import estimate
 from backpressure.engine.inputs import Constants, Device, Runtime, WeightFormat
 from backpressure.engine.results import CapacityResult
@@ -252,3 +253,17 @@ def check_combo(cat: Catalog, quant: str, runtime_id: str, kv_dtype: str, memory
             f"runtime {runtime_id} does not serve on {memory_kind} memory "
             f"(serves: {', '.join(rt.memory_kinds)})"
         )
+
+
+def serving_band(cat: Catalog, runtime_id: str, is_moe: bool, cap: CapacityResult) -> Band:
+    """The band of a config's serving numbers: the capacity band, or wider where the data says.
+
+    ``serving_band_pct_<scheduler>_<dense|moe>`` in calibration.yaml is the band
+    that published serving runs of that kind need (benchmarks/fit_serving.py).
+    """
+    entry = cat.runtimes[runtime_id]
+    kind = "moe" if is_moe else "dense"
+    cal = cat.calibration.get(f"serving_band_pct_{entry.scheduler}_{kind}")
+    label = f"{entry.name} {'MoE' if is_moe else 'dense'}"
+    capacity = Band(cap.error_band_pct, cap.error_band_reason)
+    return serving_band_rule(capacity, cal.value if cal is not None else None, label)

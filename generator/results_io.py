@@ -49,6 +49,7 @@ def _converter(name: str) -> Callable[[str], Any]:
 
 _CONVERTERS = [_converter(name) for name in FIELDS]
 CURVES_HEAD = '{"config_id":"'  # every canonical curves line starts so (sorted keys)
+# (a Curves field sorting before config_id would break this; a test checks the order)
 _CURVE_FIELDS = tuple(f.name for f in dataclasses.fields(Curves))
 
 

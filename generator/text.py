@@ -74,7 +74,10 @@ def rule_text(rule: str, s: Any) -> str:
         "ttft": f"p99 time to first token over the {seconds(s.ttft_budget_ms / 1000)} budget",
         "p99": f"p99 latency over the {seconds(s.p99_slo_ms / 1000)} SLO",
         "error_budget": f"more than {share(1 - s.availability)} of requests lost: the queue sheds",
-        "soak": f"{share(s.soak_utilization)} occupancy or more held for {seconds(s.soak_s)}",
+        "soak": (
+            f"the soak fails ({share(s.soak_utilization)} occupancy or more for "
+            f"{seconds(s.soak_s)}, or more offered than the server completes)"
+        ),
     }[rule]
 
 
@@ -87,13 +90,28 @@ BOUND_TEXT = {
 }
 
 
+def capacity_verdict(r: CapacityResult) -> str:
+    """One line on capacity alone: does it fit, how many slots, what binds."""
+    if not r.fits:
+        short = r.kv_bytes_per_request - r.kv_budget_bytes
+        return f"does not fit: {short_by(short)} for one {r.context_tokens:,}-token request"
+    what = {
+        "kv": "the KV cache fills before bandwidth runs out",
+        "bandwidth": "memory bandwidth binds before the KV cache fills",
+        "compute": "compute binds before the KV cache fills",
+        None: "decode speed not computed",
+    }[r.binding_ceiling]
+    return (
+        f"fits: {plural(r.slots, 'slot')} at full context, "
+        f"{plural(r.effective_concurrency, 'concurrent request')} (±{r.error_band_pct} %); "
+        f"{what}"
+    )
+
+
 def verdict(r: CapacityResult, serving: Any, s: Any, band_pct: int | None) -> str:
     """One line: does it fit, is it usable, where it breaks and on which rule."""
     if not r.fits:
-        short = r.kv_bytes_per_request - max(r.kv_budget_bytes, 0)
-        if r.kv_budget_bytes < 0:
-            short = r.kv_bytes_per_request - r.kv_budget_bytes
-        return f"does not fit: {short_by(short)} for one {r.context_tokens:,}-token request"
+        return capacity_verdict(r)
     if serving is None:
         return "fits; not simulated: no bandwidth or FLOPS figure for this device"
     if not serving.usable:

@@ -171,10 +171,19 @@ class Epochs:
 
 
 def _summary_py(
-    arrival: Any, first: Any, finish: Any, status: Any, output: Any, out: Any
+    arrival: Any, first: Any, finish: Any, status: Any, output: Any, users: int, out: Any
 ) -> None:  # pragma: no cover - compiled
-    """Means of a closed-loop run into ``out``: ttft, tpot, e2e [s], decode time, tokens, done, span."""
+    """Means of a closed-loop run's steady state into ``out``.
+
+    In order: ttft, tpot, e2e [s], decode time per token [s], tokens per
+    request, answers counted. Counted are the requests sent after the first
+    wave and before the last ``users`` (the loop sends them in index order); a
+    run too short to have any counts every answer.
+    """
     n = arrival.shape[0]
+    lo, hi = users, n - users
+    if hi <= lo:
+        lo, hi = 0, n
     done = 0
     ttft = 0.0
     tpot = 0.0
@@ -182,10 +191,7 @@ def _summary_py(
     decode_s = 0.0
     decode_tokens = 0.0
     tokens = 0.0
-    lo = np.inf
-    hi = -np.inf
-    for i in range(n):
-        lo = min(lo, arrival[i])
+    for i in range(lo, hi):
         if status[i] != DONE:
             continue
         done += 1
@@ -197,69 +203,65 @@ def _summary_py(
         decode_s += e - f
         decode_tokens += output[i] - 1
         tokens += output[i]
-        hi = max(hi, finish[i])
     out[0] = ttft / max(done, 1)
     out[1] = tpot / max(done, 1)
     out[2] = e2e / max(done, 1)
     out[3] = decode_s / max(decode_tokens, 1.0)
-    out[4] = tokens
+    out[4] = tokens / max(done, 1)
     out[5] = done
-    out[6] = hi - lo
 
 
 _summary = compiled(_summary_py)
 
 
-def concurrency(run: Run) -> Concurrency:
-    """A closed-loop run summarised as its benchmark would print it."""
-    out = np.zeros(7)
-    _summary(run.arrival, run.first, run.finish, run.status, run.output, out)
-    ttft, tpot, e2e, itl, tokens, done, span = out
+def concurrency(run: Run, users: int) -> Concurrency:
+    """A closed-loop run of ``users`` clients, in steady state.
+
+    Latencies are means over the requests sent once the first wave (every
+    prompt prefilled at once into an empty server) was answered and before the
+    last ``users``, whose tail runs with fewer and fewer users left. With every
+    user always waiting on one answer, each completes one request per mean
+    latency, so the server completes ``users / e2e`` requests per second
+    (Little's law for a closed loop). Counting answers in a time window
+    instead would be skewed here: equal requests that start together finish
+    in waves.
+    """
+    out = np.zeros(6)
+    _summary(run.arrival, run.first, run.finish, run.status, run.output, users, out)
+    ttft, tpot, e2e, itl, tokens, done = out
+    rps = users / e2e if done > 0 and e2e > 0 else 0.0
     return Concurrency(
-        users=0,
+        users=users,
         ttft_ms=ttft * 1e3,
         tpot_ms=tpot * 1e3,
         itl_ms=itl * 1e3,
         e2e_ms=e2e * 1e3,
-        output_tokens_per_s=tokens / span,
-        requests_per_s=done / span,
+        output_tokens_per_s=rps * tokens,
+        requests_per_s=rps,
         running=run.running_s / run.busy_s if run.busy_s > 0 else 0.0,
         bound_s=run.bound_s,
     )
 
 
+def closed_loop_point(server: Server, users: int, prompt: int, output: int) -> Concurrency:
+    """``users`` clients sending ``4 users + 16`` requests between them, summarised."""
+    run = closed_loop(server, users, 4 * users + 16, prompt, output)
+    return concurrency(run, users)
+
+
 def concurrency_table(
     server: Server, prompt: int, output: int, search: Search
 ) -> tuple[Concurrency, ...]:
-    """Closed-loop points for 1, 2, 4, ... users: up to the first that fills the server.
+    """Closed-loop points for 1, 2, 4, ... users, and last as many as the server holds.
 
-    Beyond the requests the server can hold at once, more users only wait in
-    its queue. Each run sends ``4 N + 16`` requests (every user four or more),
-    all starting at once, as ``--max-concurrency N`` does.
+    Beyond the requests the server can hold at once (capped at
+    ``search.max_users``), more users only wait in its queue. Each run sends
+    ``4 N + 16`` requests (every user four or more), all starting at once, as
+    ``--max-concurrency N`` does.
     """
-    held = requests_held(server.scheduler, prompt, output)
-    points: list[Concurrency] = []
-    users = 1
-    while users <= search.max_users:
-        run = closed_loop(server, users, 4 * users + 16, prompt, output)
-        point = concurrency(run)
-        points.append(Concurrency(users, *(getattr(point, f) for f in _FIELDS)))
-        if users >= held:
-            break
-        users *= 2
-    return tuple(points)
-
-
-_FIELDS = (
-    "ttft_ms",
-    "tpot_ms",
-    "itl_ms",
-    "e2e_ms",
-    "output_tokens_per_s",
-    "requests_per_s",
-    "running",
-    "bound_s",
-)
+    held = min(requests_held(server.scheduler, prompt, output), search.max_users)
+    users = [1 << k for k in range(held.bit_length()) if 1 << k < held] + [held]
+    return tuple(closed_loop_point(server, n, prompt, output) for n in users)
 
 
 def saturation_rps(table: Sequence[Concurrency]) -> float:
@@ -275,8 +277,11 @@ def open_loop(
     output: int,
     limits: Limits,
     window: tuple[float, float],
+    capacity_rps: float = math.inf,
 ) -> Verdict:
     """One run at ``rate`` arrivals/s over ``window`` (warm-up end, last arrival), judged.
+
+    ``capacity_rps`` is the server's saturation rate (the soak rule fails above it).
 
     The run stops early once a rule's verdict cannot change: more requests lost,
     or slower to their first token than the budget, than the rule allows even if
@@ -300,7 +305,7 @@ def open_loop(
         slow_s=limits.ttft_budget_s,
         seconds=end,
     )
-    return judge(run, rate, limits, start, end)
+    return judge(run, rate, limits, start, end, capacity_rps)
 
 
 def find_breaking(
@@ -325,7 +330,8 @@ def find_breaking(
     search : Search
         Run length and search settings.
     saturation : float
-        The closed-loop saturation rate [requests/s], where the search starts.
+        The closed-loop saturation rate [requests/s]: the search starts there,
+        and the soak rule fails above it.
     times : Epochs
         The config's unit-rate arrival epochs.
     """
@@ -333,7 +339,9 @@ def find_breaking(
 
     def at(rate: float) -> Verdict:
         if rate not in runs:
-            runs[rate] = open_loop(server, times, rate, prompt, output, limits, search.window(rate))
+            runs[rate] = open_loop(
+                server, times, rate, prompt, output, limits, search.window(rate), saturation
+            )
         return runs[rate]
 
     low = search.lowest_fraction * saturation

@@ -172,8 +172,9 @@ def _serve_py(
                 phase[r] = GONE
                 resolved += 1
                 lost += 1
-                issued, last_ready = _next_request(t, users, issued, n, arrival, ready,
-                                                   last_ready, intake, latency)
+                issued, last_ready = _next_request(
+                    t, users, issued, n, arrival, ready, last_ready, intake, latency
+                )
             else:
                 phase[r] = WAITING
                 target[r] = prompt[r]
@@ -195,8 +196,9 @@ def _serve_py(
                     phase[r] = GONE
                     resolved += 1
                     lost += 1
-                    issued, last_ready = _next_request(t, users, issued, n, arrival, ready,
-                                                       last_ready, intake, latency)
+                    issued, last_ready = _next_request(
+                        t, users, issued, n, arrival, ready, last_ready, intake, latency
+                    )
                     k += 1
                     continue
                 if preempts[r] == 0:
@@ -635,10 +637,26 @@ def _requeue_py(
     return w_head, w_len + 1
 
 
-def _finish_py(r: int, t: float, vllm: bool, blocks: Any, phase: Any, status: Any, finish: Any,
-               n_running: int, used: int, resolved: int, users: int, issued: int, n: int,
-               arrival: Any, ready: Any, last_ready: float, intake: float,
-               latency: float) -> tuple[int, int, int, int, float]:  # pragma: no cover
+def _finish_py(
+    r: int,
+    t: float,
+    vllm: bool,
+    blocks: Any,
+    phase: Any,
+    status: Any,
+    finish: Any,
+    n_running: int,
+    used: int,
+    resolved: int,
+    users: int,
+    issued: int,
+    n: int,
+    arrival: Any,
+    ready: Any,
+    last_ready: float,
+    intake: float,
+    latency: float,
+) -> tuple[int, int, int, int, float]:  # pragma: no cover
     """``r`` is done: free what it held; in a closed loop its user sends the next request."""
     phase[r] = GONE
     status[r] = DONE
@@ -647,14 +665,23 @@ def _finish_py(r: int, t: float, vllm: bool, blocks: Any, phase: Any, status: An
     used -= blocks[r] if vllm else 1
     blocks[r] = 0
     resolved += 1
-    issued, last_ready = _next_request(t, users, issued, n, arrival, ready, last_ready, intake,
-                                       latency)
+    issued, last_ready = _next_request(
+        t, users, issued, n, arrival, ready, last_ready, intake, latency
+    )
     return n_running, used, resolved, issued, last_ready
 
 
-def _next_request_py(t: float, users: int, issued: int, n: int, arrival: Any, ready: Any,
-                     last_ready: float, intake: float,
-                     latency: float) -> tuple[int, float]:  # pragma: no cover - compiled
+def _next_request_py(
+    t: float,
+    users: int,
+    issued: int,
+    n: int,
+    arrival: Any,
+    ready: Any,
+    last_ready: float,
+    intake: float,
+    latency: float,
+) -> tuple[int, float]:  # pragma: no cover - compiled
     """Closed loop: a user whose request ended (done or lost) sends the next one now."""
     if users > 0 and issued < n:
         arrival[issued] = t

@@ -14,12 +14,17 @@ infinite latency, so a percentile never improves because requests vanished
     more of the measured requests were lost than the error budget allows
     (``1 - availability``): the queue no longer absorbs the load and sheds it;
 ``soak``
-    the rationed resource (vLLM: KV blocks or ``max_num_seqs``; llama.cpp:
-    slots) was held at the soak share or more on average over the measured
-    window. The window spans the soak window, or, at a rate so high that a
-    shorter one holds enough requests (:class:`backpressure.engine.serving.
-    breaking.Search`), that shorter one: in a steady run the mean occupancy over
-    either is the same, and the shorter costs a fraction of the simulation.
+    the server would not last a soak: the rationed resource (vLLM: KV blocks
+    or ``max_num_seqs``; llama.cpp: slots) was held at the soak share or more
+    on average over the measured window, or the offered rate exceeds the most
+    the server completes at its fullest (its closed-loop saturation rate).
+    Above that rate the queue grows without bound; a run can end before it
+    shows (near saturation, vLLM's preemptions set in by chance, minutes into
+    a run), a soak does not. The window spans the soak window, or, at a rate
+    so high that a shorter one holds enough requests
+    (:class:`backpressure.engine.serving.breaking.Search`), that shorter one:
+    in a steady run the mean occupancy over either is the same, and the
+    shorter costs a fraction of the simulation.
 
 A percentile ``p`` of ``n`` values exceeds a threshold exactly when more than
 ``floor((1 - p) n)`` of them do, so the rules are counts, not sorts.
@@ -157,8 +162,18 @@ def _measure_py(
 _measure = compiled(_measure_py)
 
 
-def judge(run: Run, rate: float, limits: Limits, start_s: float, end_s: float) -> Verdict:
-    """Apply the rules to a run at ``rate`` arrivals/s measured from ``start_s`` to ``end_s``."""
+def judge(
+    run: Run,
+    rate: float,
+    limits: Limits,
+    start_s: float,
+    end_s: float,
+    capacity_rps: float = math.inf,
+) -> Verdict:
+    """Apply the rules to a run at ``rate`` arrivals/s measured from ``start_s`` to ``end_s``.
+
+    ``capacity_rps`` is the server's saturation rate, for the soak rule.
+    """
     q = limits.quantile
     out = np.zeros(6)
     _measure(
@@ -183,7 +198,7 @@ def judge(run: Run, rate: float, limits: Limits, start_s: float, end_s: float) -
         ttft_p99 / limits.ttft_budget_s,
         e2e_p99 / limits.p99_slo_s,
         lost_share / budget if budget > 0 else (math.inf if lost else 0.0),
-        occupancy / limits.soak_utilization,
+        max(occupancy / limits.soak_utilization, rate / capacity_rps),
     )
     fired = tuple(r for r, m in zip(RULES, margins, strict=True) if m > 1.0)
     span = max(end_s - start_s, 1e-9)

@@ -8,7 +8,7 @@ user's previous request finished.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -161,9 +161,15 @@ def closed_loop(server: Server, users: int, requests: int, prompt: int, output: 
     """``users`` clients each sending the next request as soon as the last one finished.
 
     This is what ``vllm bench serve --max-concurrency N --request-rate inf``
-    does: ``requests`` prompts, at most ``users`` in flight, all starting at once.
+    does: ``requests`` prompts, at most ``users`` in flight, all starting at once;
+    like its client, the loop waits for every answer (no queue limit, no timeout).
     """
     n = max(requests, users)
+    patient = replace(server, queue_depth=n + 1, max_wait_s=math.inf)
     return serve(
-        server, np.zeros(n), np.full(n, prompt, np.int64), np.full(n, output, np.int64), users=users
+        patient,
+        np.zeros(n),
+        np.full(n, prompt, np.int64),
+        np.full(n, output, np.int64),
+        users=users,
     )

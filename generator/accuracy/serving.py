@@ -193,7 +193,12 @@ def _case(
     for bad, why in checks:
         if bad:
             return why, None
-    assert gpu and model and quant and runtime and lengths and requests
+    assert gpu
+    assert model
+    assert quant
+    assert runtime
+    assert lengths
+    assert requests
     if rate is None and not users:
         users = requests  # every prompt at once: a closed loop as wide as the run
     if rate is not None and users:

@@ -18,13 +18,14 @@ from backpressure.generator.sweep.run import Progress, run_sweep
 # Numbers compared relatively; a move smaller than the tolerance is noise.
 NUMERIC = (
     "slots",
-    "effective_concurrency",
+    "max_concurrency",
     "saturation_rps",
+    "breaking_rps",
     "shed_onset_rps",
     "p99_break_rps",
     "ttft_break_rps",
 )
-CATEGORICAL = ("fits", "binding_ceiling")
+CATEGORICAL = ("fits", "usable", "fails_at_any_load", "breaking_rule", "binding_ceiling")
 
 
 class DiffError(ValueError):

@@ -17,6 +17,7 @@ from backpressure.generator.estimate import (
 )
 from backpressure.generator.report_text import render
 from backpressure.generator.resolve import ComboError, LookupError_
+from backpressure.generator.serve_once import Load
 
 POSITIVE = click.FloatRange(min=0, min_open=True)
 
@@ -78,6 +79,36 @@ def _dump(obj: object) -> str:
     type=click.FloatRange(min=0),
     help="llama.cpp-style fixed framework overhead [GiB].",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1, max=65_536),
+    help="Serve N users in a closed loop and report TTFT, TPOT and throughput.",
+)
+@click.option(
+    "--rps",
+    type=POSITIVE,
+    help="Offer Poisson arrivals at this rate and judge the failure rules.",
+)
+@click.option(
+    "--prompt-tokens",
+    type=click.IntRange(min=1, max=1_048_576),
+    help="Prompt tokens per request (default: the catalog settings').",
+)
+@click.option(
+    "--output-tokens",
+    type=click.IntRange(min=2, max=1_048_576),
+    help="Output tokens per request (default: the catalog settings').",
+)
+@click.option(
+    "--max-num-seqs",
+    type=click.IntRange(min=1, max=65_536),
+    help="vLLM max_num_seqs, or llama.cpp slots (default: the runtime's).",
+)
+@click.option(
+    "--max-num-batched-tokens",
+    type=click.IntRange(min=16, max=1_048_576),
+    help="vLLM per-step token budget, or llama.cpp n_batch (default: the runtime's).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @catalog_option
 def estimate_command(
@@ -96,6 +127,12 @@ def estimate_command(
     gpu_memory_utilization: float | None,
     kv_dtype: str,
     overhead_gb: float | None,
+    concurrency: int | None,
+    rps: float | None,
+    prompt_tokens: int | None,
+    output_tokens: int | None,
+    max_num_seqs: int | None,
+    max_num_batched_tokens: int | None,
     as_json: bool,
     catalog_dir: Path | None,
 ) -> None:
@@ -107,6 +144,22 @@ def estimate_command(
     if sum(x is not None for x in (model, model_config, params_b)) != 1:
         raise BadInput("give exactly one of --model, --model-config or --params-b")
     adhoc = None if vram_gb is None else AdHocDevice(vram_gb, bandwidth_gbps, tflops, memory_kind)
+    serving_flags = (prompt_tokens, output_tokens, max_num_seqs, max_num_batched_tokens)
+    if concurrency is None and rps is None and any(f is not None for f in serving_flags):
+        raise BadInput(
+            "--prompt-tokens, --output-tokens and the batch limits need --concurrency N or --rps R"
+        )
+    cat = load(catalog_dir)
+    load_ = None
+    if concurrency is not None or rps is not None:
+        load_ = Load(
+            concurrency,
+            rps,
+            prompt_tokens or cat.settings.prompt_tokens,
+            output_tokens or cat.settings.output_tokens,
+            max_num_seqs,
+            max_num_batched_tokens,
+        )
     args = EstimateArgs(
         gpu,
         adhoc,
@@ -120,8 +173,8 @@ def estimate_command(
         gpu_memory_utilization,
         kv_dtype,
         overhead_gb,
+        load_,
     )
-    cat = load(catalog_dir)
     try:
         est = run_estimate(cat, args)
     except (UserError, ComboError, LookupError_) as exc:

@@ -268,8 +268,8 @@ def _tradeoff(row: ResultRow, c: Curves) -> dict[str, list[dict[str, Any]]]:
     return {"tradeoff": [
         {"users": u, "per_user": _sig(per), "total": _sig(total),
          "lo": _sig(total * (1 - k)), "hi": _sig(total * (1 + k)), "ttft_ms": _sig(ttft)}
-        for u, per, total, ttft in zip(c.users, c.conc_tokens_per_user, c.conc_output_tps,
-                                       c.conc_ttft_ms, strict=True)
+        for u, per, total, ttft in zip(c.users, c.table_tokens_per_user, c.table_output_tps,
+                                       c.table_ttft_ms, strict=True)
         if per > 0 and total > 0
     ]}
 

@@ -189,9 +189,10 @@ def breaking_points(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
          "the 99th percentile of time to first token crosses the budget"),
         ("p99_break_rps", f"p99 breaks the {seconds(lim.p99_slo_ms / 1000)} SLO",
          "the 99th percentile of end-to-end latency crosses the SLO"),
-        ("soak_break_rps", f"Soak: {text.share(lim.soak_utilization)} held",
-         f"the rationed resource {text.share(lim.soak_utilization)} or more occupied, "
-         f"held over the measured window (up to {seconds(lim.soak_s)})"),
+        ("soak_break_rps", "The soak fails",
+         f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
+         f"over the measured window (up to {seconds(lim.soak_s)}), or more offered than "
+         "the saturation rate: the queue would grow without bound"),
     )
     out = []
     pct = row.serving_band_pct or 0
@@ -220,8 +221,8 @@ def concurrency_rows(c: Curves | None) -> list[dict[str, Any]]:
         {"users": u, "ttft_ms": ttft, "tpot_ms": tpot, "per_user": per, "total": total,
          "rps": rps, "running": run}
         for u, ttft, tpot, per, total, rps, run in zip(
-            c.users, c.conc_ttft_ms, c.conc_tpot_ms, c.conc_tokens_per_user,
-            c.conc_output_tps, c.conc_requests_per_s, c.conc_running, strict=True)
+            c.users, c.table_ttft_ms, c.table_tpot_ms, c.table_tokens_per_user,
+            c.table_output_tps, c.table_requests_per_s, c.table_running, strict=True)
     ]
 
 

@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
-from backpressure.engine.bands import Band, serving_band_rule
+from backpressure.engine.bands import Band
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.serving.rules import Verdict
-from backpressure.generator import text
+from backpressure.generator import resolve, text
 from backpressure.generator.records import Curves
 from backpressure.generator.resolve import Config
 from backpressure.generator.sweep.rig import LoadSettings, Serving
@@ -25,17 +25,8 @@ def _opt(x: float | None, digits: int = 6) -> float | None:
 
 
 def serving_band(cat: Catalog, cfg: Config, cap: CapacityResult) -> Band:
-    """The band of a config's serving numbers: the capacity band, or wider where the data says.
-
-    ``serving_band_pct_<runtime>_<dense|moe>`` in calibration.yaml is the band
-    that held out published runs of that kind need (benchmarks/fit_serving.py).
-    """
-    kind = "moe" if cfg.arch is not None and cfg.arch.is_moe else "dense"
-    scheduler = cfg.runtime.scheduler
-    cal = cat.calibration.get(f"serving_band_pct_{scheduler}_{kind}")
-    label = f"{cat.runtimes[cfg.runtime_id].name} {'MoE' if kind == 'moe' else 'dense'}"
-    capacity = Band(cap.error_band_pct, cap.error_band_reason)
-    return serving_band_rule(capacity, cal.value if cal is not None else None, label)
+    """The band of a config's serving numbers (:func:`resolve.serving_band`)."""
+    return resolve.serving_band(cat, cfg.runtime_id, cfg.arch is not None and cfg.arch.is_moe, cap)
 
 
 def serving_fields(
@@ -134,12 +125,12 @@ def curves_of(cid: str, s: Serving | None) -> Curves:
         lost_share=_r(v.lost_share for v in runs),
         occupancy=_r(v.occupancy for v in runs),
         users=tuple(p.users for p in table),
-        conc_ttft_ms=_r(p.ttft_ms for p in table),
-        conc_tpot_ms=_r(p.tpot_ms for p in table),
-        conc_tokens_per_user=_r(p.tokens_per_s_per_user for p in table),
-        conc_output_tps=_r(p.output_tokens_per_s for p in table),
-        conc_requests_per_s=_r(p.requests_per_s for p in table),
-        conc_running=_r(p.running for p in table),
+        table_ttft_ms=_r(p.ttft_ms for p in table),
+        table_tpot_ms=_r(p.tpot_ms for p in table),
+        table_tokens_per_user=_r(p.tokens_per_s_per_user for p in table),
+        table_output_tps=_r(p.output_tokens_per_s for p in table),
+        table_requests_per_s=_r(p.requests_per_s for p in table),
+        table_running=_r(p.running for p in table),
         timeline_rps=None if t is None else sig(t.rate),
         timeline_s=() if t is None else _r(t.seconds),
         timeline_queue_depth=() if t is None else _r(t.queue_depth),

@@ -216,12 +216,13 @@ def simulate(srv: Server, s: LoadSettings, key: str) -> Serving:
     """Closed loop, then (when one stream is fast enough) the breaking-rate search."""
     search, limits = s.search(), s.limits()
     held = requests_held(srv.scheduler, s.prompt_tokens, s.output_tokens)
+    # one user first: a server too slow for one reader needs no load table
+    one = concurrency_table(srv, s.prompt_tokens, s.output_tokens, replace(search, max_users=1))
+    if one[0].tokens_per_s_per_user < s.min_usable_tokens_per_s:
+        return Serving(held, one, saturation_rps(one), _bound(srv, one, held), None, (), None)
     table = concurrency_table(srv, s.prompt_tokens, s.output_tokens, search)
     sat = saturation_rps(table)
     bound = _bound(srv, table, held)
-    single_tps = table[0].tokens_per_s_per_user
-    if single_tps < s.min_usable_tokens_per_s:
-        return Serving(held, table, sat, bound, None, (), None)
     times = Epochs(seed_of(key, s.seed))
     breaking = find_breaking(srv, s.prompt_tokens, s.output_tokens, limits, search, sat, times)
     curve = _curve(srv, s, breaking, sat, times)
@@ -241,7 +242,7 @@ def _curve(
         rate = anchor * f
         if rate not in runs:
             runs[rate] = open_loop(
-                srv, times, rate, s.prompt_tokens, s.output_tokens, limits, search.window(rate)
+                srv, times, rate, s.prompt_tokens, s.output_tokens, limits, search.window(rate), sat
             )
     return tuple(runs[r] for r in sorted(runs))
 

@@ -41,16 +41,18 @@ def _combo(cat: Catalog, device: str, model: str, quant: str, context: int) -> C
 
 
 @functools.cache
-def _evaluated(combos: tuple[tuple[str, str, str, int], ...],
-               root: Path | None) -> tuple[tuple[ResultRow, Curves], ...]:
+def _evaluated(
+    combos: tuple[tuple[str, str, str, int], ...], root: Path | None
+) -> tuple[tuple[ResultRow, Curves], ...]:
     cat = load_catalog(root)
     keys = InputKeys(cat)
     todo = [(c, keys.fingerprint_key(c)) for c in (_combo(cat, *x) for x in combos)]
     return tuple(evaluate_many(cat, todo))
 
 
-def evaluated(combos: Iterable[tuple[str, str, str, int]] = COMBOS,
-              cat: Catalog | None = None) -> list[tuple[ResultRow, Curves]]:
+def evaluated(
+    combos: Iterable[tuple[str, str, str, int]] = COMBOS, cat: Catalog | None = None
+) -> list[tuple[ResultRow, Curves]]:
     """Rows and curves of ``combos``, as the sweep computes them (cached per process)."""
     root = cat.root if cat is not None and cat.root != load_catalog().root else None
     return list(_evaluated(tuple(combos), root))
@@ -75,8 +77,9 @@ def write_fixture(
     return rows
 
 
-def curves_for(combos: Iterable[tuple[str, str, str, int]] = COMBOS,
-               cat: Catalog | None = None) -> dict[str, Curves]:
+def curves_for(
+    combos: Iterable[tuple[str, str, str, int]] = COMBOS, cat: Catalog | None = None
+) -> dict[str, Curves]:
     """Curves of ``combos`` by config id."""
     return {c.config_id: c for _, c in evaluated(combos, cat)}
 

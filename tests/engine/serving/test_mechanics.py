@@ -7,9 +7,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from backpressure.engine.serving import kernel
 from backpressure.engine.serving.breaking import (
     Epochs,
@@ -23,27 +20,46 @@ from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCos
 from backpressure.engine.serving.rules import Limits
 from backpressure.engine.serving.run import closed_loop, serve
 from backpressure.engine.serving.step import pack, step_time
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 MS = 1e-3
 
 # An 8B-class model on a 24 GB card, in round numbers: 16 GB of weights read at
 # 800 GB/s (20 ms a pass), 128 KiB of KV per token, 100 TFLOP/s.
 COST = StepCost(
-    weight_bytes=16e9, expert_bytes=0.0, num_experts=0, experts_per_token=0,
-    kv_read_bytes_per_token=131072.0, window_read_bytes_per_token=0.0, window=0,
-    bandwidth_bytes_per_s=800e9, flops_per_token=16e9, attn_flops_per_pair=4 * 32 * 32 * 128,
-    flops_per_s=100e12, pass_overhead_s=0.001, step_overhead_s=0.0,
+    weight_bytes=16e9,
+    expert_bytes=0.0,
+    num_experts=0,
+    experts_per_token=0,
+    kv_read_bytes_per_token=131072.0,
+    window_read_bytes_per_token=0.0,
+    window=0,
+    bandwidth_bytes_per_s=800e9,
+    flops_per_token=16e9,
+    attn_flops_per_pair=4 * 32 * 32 * 128,
+    flops_per_s=100e12,
+    pass_overhead_s=0.001,
+    step_overhead_s=0.0,
 )
 
 
-def vllm(blocks: int = 4096, seqs: int = 256, budget: int = 2048, cost: StepCost = COST,
-         depth: int = 10_000, wait: float = math.inf) -> Server:
-    return Server(Scheduler(Policy.VLLM, blocks, 16, seqs, budget, budget, 32768), cost, depth,
-                  wait)
+def vllm(
+    blocks: int = 4096,
+    seqs: int = 256,
+    budget: int = 2048,
+    cost: StepCost = COST,
+    depth: int = 10_000,
+    wait: float = math.inf,
+) -> Server:
+    return Server(
+        Scheduler(Policy.VLLM, blocks, 16, seqs, budget, budget, 32768), cost, depth, wait
+    )
 
 
-def llama(slots: int, ctx: int, cost: StepCost = COST, depth: int = 10_000,
-          wait: float = math.inf) -> Server:
+def llama(
+    slots: int, ctx: int, cost: StepCost = COST, depth: int = 10_000, wait: float = math.inf
+) -> Server:
     return Server(Scheduler(Policy.LLAMA_CPP, 0, 1, slots, 2048, 512, ctx), cost, depth, wait)
 
 
@@ -57,10 +73,12 @@ def test_one_request_takes_a_prefill_step_then_output_minus_one_decode_steps():
     c = pack(COST)
     prefill = step_time(c, np.zeros(2049), 0, 0.0, 1000, 0.0, 1000 * 1001 / 2, 1, 1)
     assert run.first[0] == pytest.approx(prefill)
-    decode = sum(step_time(c, np.zeros(2049), 1, 1000.0 + k + 1, 0, 0.0, 0.0, 1, 1)
-                 for k in range(9))
+    decode = sum(
+        step_time(c, np.zeros(2049), 1, 1000.0 + k + 1, 0, 0.0, 0.0, 1, 1) for k in range(9)
+    )
     assert run.finish[0] - run.first[0] == pytest.approx(decode)
-    assert run.status[0] == kernel.DONE and run.steps == 10
+    assert run.status[0] == kernel.DONE
+    assert run.steps == 10
 
 
 def test_paged_admission_holds_more_short_requests_than_full_context_slots():
@@ -134,8 +152,9 @@ def test_a_request_no_pool_holds_is_refused_not_hung():
     assert slot.status[0] == kernel.TOO_LONG
 
 
-LIMITS = Limits(ttft_budget_s=1.5, p99_slo_s=14.3, availability=0.999, soak_utilization=0.85,
-                soak_s=120.0)
+LIMITS = Limits(
+    ttft_budget_s=1.5, p99_slo_s=14.3, availability=0.999, soak_utilization=0.85, soak_s=120.0
+)
 SEARCH = Search(measure_requests=600, min_measured=150)
 
 
@@ -143,22 +162,28 @@ def test_latency_never_improves_past_the_break():
     # Lost requests count as infinitely slow, so p99 cannot fall once some are lost.
     srv = vllm(blocks=2000, depth=64, wait=20.0)
     times = Epochs(3)
-    verdicts = [open_loop(srv, times, rate, 1024, 128, LIMITS, SEARCH.window(rate))
-                for rate in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)]
+    verdicts = [
+        open_loop(srv, times, rate, 1024, 128, LIMITS, SEARCH.window(rate))
+        for rate in (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    ]
     p99 = [v.ttft_p99_s for v in verdicts]
     assert p99 == sorted(p99)
-    assert math.isinf(p99[-1]) and verdicts[-1].lost_share > 0
+    assert math.isinf(p99[-1])
+    assert verdicts[-1].lost_share > 0
 
 
 def test_the_breaking_rate_is_bisected_and_named_by_its_rule():
     srv = vllm(depth=512, wait=60.0)
     sat = saturation_rps(concurrency_table(srv, 1024, 128, SEARCH))
     b = find_breaking(srv, 1024, 128, LIMITS, SEARCH, sat, Epochs(1))
-    assert b.rate is not None and not b.fails_at_any_load
+    assert b.rate is not None
+    assert not b.fails_at_any_load
     low, high = b.bracket
-    assert high == b.rate and low < high <= low * (1 + SEARCH.tolerance)
+    assert high == b.rate
+    assert low < high <= low * (1 + SEARCH.tolerance)
     passing = {v.rate: v.passed for v in b.runs}
-    assert passing[low] and not passing[high]
+    assert passing[low]
+    assert not passing[high]
     assert b.rule in next(v for v in b.runs if v.rate == high).fired
     assert all(r is None or r >= b.rate for r in b.rule_rates.values())
 
@@ -168,7 +193,9 @@ def test_a_config_that_fails_at_the_lowest_rate_fails_at_any_load():
     srv = vllm(cost=slow)
     sat = saturation_rps(concurrency_table(srv, 1024, 128, SEARCH))
     b = find_breaking(srv, 1024, 128, LIMITS, SEARCH, sat, Epochs(1))
-    assert b.fails_at_any_load and b.rate is None and b.rule == "ttft"
+    assert b.fails_at_any_load
+    assert b.rate is None
+    assert b.rule == "ttft"
 
 
 def test_breaking_rates_are_monotone_in_bandwidth():
@@ -195,12 +222,17 @@ def test_a_run_is_the_same_bits_twice_and_the_epochs_however_drawn():
 
 @settings(max_examples=40, deadline=None)
 @given(
-    blocks=st.integers(20, 3000), seqs=st.integers(1, 64), budget=st.sampled_from([256, 2048]),
-    users=st.integers(1, 40), prompt=st.integers(1, 600), output=st.integers(2, 200),
+    blocks=st.integers(20, 3000),
+    seqs=st.integers(1, 64),
+    budget=st.sampled_from([256, 2048]),
+    users=st.integers(1, 40),
+    prompt=st.integers(1, 600),
+    output=st.integers(2, 200),
     policy=st.sampled_from([Policy.VLLM, Policy.LLAMA_CPP]),
 )
-def test_every_request_of_a_closed_loop_ends_and_nothing_leaks(blocks, seqs, budget, users,
-                                                               prompt, output, policy):
+def test_every_request_of_a_closed_loop_ends_and_nothing_leaks(
+    blocks, seqs, budget, users, prompt, output, policy
+):
     if policy is Policy.VLLM:
         srv = vllm(blocks=blocks, seqs=min(seqs, budget), budget=budget)
     else:

@@ -262,4 +262,115 @@ def test_does_not_fit_says_by_how_much(capsys):
     )
     assert code == 0
     assert "verdict  does not fit:" in out
-    assert "GiB short of one 8,192-token request" in out
+    assert "GiB for one 8,192-token request" in out
+
+
+CONFIG = [
+    "estimate",
+    "--gpu",
+    "rtx-4090",
+    "--model",
+    "llama-3.1-8b",
+    "--quant",
+    "awq-int4",
+    "--context",
+    "8192",
+]
+CONCURRENCY_KEYS = {
+    "concurrency",
+    "ttft_ms",
+    "tpot_ms",
+    "itl_ms",
+    "output_tokens_per_s",
+    "requests_per_s",
+    "running",
+    "serving_band_pct",
+    "serving_band_reason",
+}
+RATE_KEYS = {"ttft_ms_p50", "ttft_ms_p99", "e2e_ms_p99", "goodput_rps", "holds", "bottleneck"}
+
+
+def test_concurrency_adds_the_closed_loop_numbers(capsys):
+    code = main([*CONFIG, "--concurrency", "8", "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data.keys() >= CONCURRENCY_KEYS
+    assert data["concurrency"] == 8
+    # TPOT as vLLM's benchmark defines it; tokens per second follow from it
+    assert data["ttft_ms"] > 0
+    assert data["tpot_ms"] > 0
+    assert data["running"] <= 8 + 1e-9
+    # Little's law: eight users always in flight
+    e2e_s = (data["ttft_ms"] + data["tpot_ms"] * (data["output_tokens"] - 1)) / 1000
+    assert data["requests_per_s"] * e2e_s == pytest.approx(8, rel=0.15)
+
+
+def test_more_users_more_throughput_slower_each(capsys):
+    out = []
+    for n in (1, 16):
+        assert main([*CONFIG, "--concurrency", str(n), "--json"]) == 0
+        out.append(json.loads(capsys.readouterr().out))
+    assert out[1]["output_tokens_per_s"] > 4 * out[0]["output_tokens_per_s"]
+    assert out[1]["tpot_ms"] > out[0]["tpot_ms"]
+
+
+def test_rps_judges_the_rules_and_names_the_bottleneck(capsys):
+    assert main([*CONFIG, "--rps", "0.5", "--json"]) == 0
+    light = json.loads(capsys.readouterr().out)
+    assert light.keys() >= RATE_KEYS
+    assert light["holds"] is True
+    assert main([*CONFIG, "--rps", "50", "--json"]) == 0
+    heavy = json.loads(capsys.readouterr().out)
+    assert heavy["holds"] is False
+    assert heavy["ttft_ms_p99"] is None or heavy["ttft_ms_p99"] > light["ttft_ms_p99"]
+    assert "50.0 rps" in heavy["bottleneck"]
+
+
+def test_batch_limits_and_profile_change_the_result(capsys):
+    assert main([*CONFIG, "--concurrency", "32", "--json"]) == 0
+    free = json.loads(capsys.readouterr().out)
+    assert main([*CONFIG, "--concurrency", "32", "--max-num-seqs", "4", "--json"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["running"] <= 4 + 1e-9 < free["running"]
+    assert (
+        main(
+            [
+                *CONFIG,
+                "--concurrency",
+                "4",
+                "--prompt-tokens",
+                "256",
+                "--output-tokens",
+                "64",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    short = json.loads(capsys.readouterr().out)
+    assert (short["prompt_tokens"], short["output_tokens"]) == (256, 64)
+
+
+def test_human_output_shows_a_short_serving_table(capsys):
+    assert main([*CONFIG, "--concurrency", "4", "--rps", "1"]) == 0
+    out = capsys.readouterr().out
+    for line in (
+        "serving",
+        "users        4 (closed loop)",
+        "TTFT",
+        "TPOT",
+        "throughput",
+        "offered      1.00 requests/s (Poisson)",
+        "verdict",
+        "band",
+    ):
+        assert line in out
+
+
+def test_serving_flags_without_a_load_or_a_profile_too_long_are_one_line_errors(capsys):
+    assert main([*CONFIG, "--prompt-tokens", "100"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--concurrency" in err[0]
+    assert main([*CONFIG[:-1], "2048", "--concurrency", "2", "--prompt-tokens", "4000"]) == 2
+    assert "exceed --context" in capsys.readouterr().err

@@ -9,11 +9,16 @@ import pytest
 
 from backpressure.generator.site import charts
 from backpressure.generator.site.chart_pack import pack, unpack
+from backpressure.catalog.loader import load_catalog
+from backpressure.generator.site.pages import Limits
 from tests.generator.fixtures import _curves, make_rows
+
+LIM = Limits.of(load_catalog())
 
 ROUND_TRIP = {
     "breaking": alt.LayerChart,
     "occupancy": alt.LayerChart,
+    "tradeoff": alt.LayerChart,
     "timeline": alt.FacetChart,
     "health": alt.FacetChart,
 }
@@ -33,10 +38,10 @@ def test_builder_spec_survives_json_round_trip(kind):
     assert ROUND_TRIP[kind].from_json(text).to_json() == text
 
 
-@pytest.mark.parametrize("kind", charts.KINDS[:3])
+@pytest.mark.parametrize("kind", charts.KINDS[:4])
 def test_spec_with_page_data_survives_json_round_trip(kind, fitting):
     row, curves = fitting
-    data = charts.datasets_for(row, curves, 2000.0)
+    data = charts.datasets_for(row, curves, LIM)
     spec = charts.with_data(charts.chart_specs()[kind], data[kind])
     chart = ROUND_TRIP[kind].from_dict(spec)
     again = ROUND_TRIP[kind].from_json(chart.to_json())
@@ -55,7 +60,7 @@ def test_specs_carry_no_data_and_name_every_dataset():
 
 def test_datasets_match_the_names_the_specs_read(fitting):
     row, curves = fitting
-    data = charts.datasets_for(row, curves, 2000.0)
+    data = charts.datasets_for(row, curves, LIM)
     for kind, spec in charts.chart_specs().items():
         if kind not in data:
             continue
@@ -77,10 +82,13 @@ def test_datasets_match_the_names_the_specs_read(fitting):
 
 def test_breaking_chart_draws_band_limits_and_rule(fitting):
     row, curves = fitting
-    d = charts.datasets_for(row, curves, 2000.0)["breaking"]
-    assert {x["series"] for x in d["latency"]} == {"p50", "p99", "TTFT"}
+    d = charts.datasets_for(row, curves, LIM)["breaking"]
+    assert {x["series"] for x in d["latency"]} == {"TTFT p50", "TTFT p99", "latency p99"}
     assert all(b["lo"] <= b["hi"] for b in d["latency_band"])
-    assert [x["ms"] for x in d["limits"]] == [2000.0, 1500.0]
+    # the limits are the settings', not numbers typed in the chart code
+    assert [x["ms"] for x in d["limits"]] == [LIM.p99_slo_ms, LIM.ttft_budget_ms]
+    # a percentile made infinite by a lost request is left out, never drawn lower
+    assert all(x["ms"] > 0 for x in d["latency"])
     (rule,) = d["breaks"]
     assert rule["lo"] < rule["rps"] < rule["hi"]
     marks = json.dumps(charts.chart_specs()["breaking"])
@@ -90,8 +98,8 @@ def test_breaking_chart_draws_band_limits_and_rule(fitting):
 
 def test_non_fitting_config_has_no_chart_data(cat):
     row = next(r for r in make_rows(cat=cat) if not r.fits)
-    assert charts.datasets_for(row, _curves(row), 2000.0) == {}
-    assert charts.datasets_for(row, None, 2000.0) == {}
+    assert charts.datasets_for(row, _curves(row), LIM) == {}
+    assert charts.datasets_for(row, None, LIM) == {}
 
 
 def test_fixed_width_replaces_container_for_static_rendering():
@@ -103,7 +111,7 @@ def test_fixed_width_replaces_container_for_static_rendering():
 
 def test_packed_datasets_unpack_to_the_rows_and_are_a_fraction_of_their_size(fitting):
     row, curves = fitting
-    data = charts.datasets_for(row, curves, 2000.0)
+    data = charts.datasets_for(row, curves, LIM)
     packed = pack(data)
     assert packed.keys() == data.keys()
     for kind, sets in data.items():
@@ -112,7 +120,7 @@ def test_packed_datasets_unpack_to_the_rows_and_are_a_fraction_of_their_size(fit
     assert len(json.dumps(packed)) < 0.4 * len(json.dumps(data))
     # text columns travel as runs: a series name is written once per run
     latency = packed["breaking"]["latency"]["c"]["series"]["runs"]
-    assert [name for name, _ in latency] == ["p50", "p99", "TTFT"]
+    assert [name for name, _ in latency] == ["TTFT p50", "TTFT p99", "latency p99"]
 
 
 def test_packing_refuses_rows_of_different_shapes():
@@ -123,6 +131,6 @@ def test_packing_refuses_rows_of_different_shapes():
 
 def test_shared_x_values_travel_once(fitting):
     row, curves = fitting
-    packed = pack(charts.datasets_for(row, curves, 2000.0))
-    assert packed["breaking"]["latency"]["c"]["rps"] == {"cycle": [
-        float(f"{x:.4g}") for x in curves.load_rps]}
+    packed = pack(charts.datasets_for(row, curves, LIM))
+    occupancy = packed["occupancy"]["shares"]["c"]["rps"]
+    assert occupancy == {"cycle": [float(f"{x:.4g}") for x in curves.load_rps]}

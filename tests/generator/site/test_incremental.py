@@ -168,6 +168,8 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     # The LLM scenario runs on this GPU: its page and the scenario index move too.
     scenario = "scenario/llm-7b-q4-24gb/index.html"
     allowed |= {"scenario/index.html", scenario}
+    # Published serving runs on this GPU are replayed on the accuracy page.
+    allowed.add("accuracy/index.html")
     assert f"gpu/{GPU}/index.html" in hubs  # the spec table shows the bandwidth
     assert scenario in hubs
     assert hubs <= allowed

@@ -6,8 +6,8 @@ import jinja2
 import pytest
 
 from backpressure.generator.site import charts, render
-from backpressure.generator.site.pages import config_context
-from backpressure.generator.site.build import SiteModel
+from backpressure.generator.site.pages import Limits, config_context
+from backpressure.generator.site.model import SiteModel
 from backpressure.generator.site.mkdocs_step import hub_pages
 from backpressure.generator.site.svg import fallbacks
 from tests.generator.fixtures import _curves, make_rows
@@ -52,8 +52,9 @@ def test_config_template_renders_for_every_fixture_combo(model, index):
     env = render.make_env()
     row = model.rows[index]
     curves = model.curves[row.config_id]
-    data = charts.datasets_for(row, curves, 2000.0)
-    ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data)
+    lim = Limits.of(model.cat)
+    data = charts.datasets_for(row, curves, lim)
+    ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data, lim)
     ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
     html = env.get_template("config.html.j2").render(**ctx)
     assert row.config_id in html

@@ -20,7 +20,7 @@ from backpressure.generator.results_io import (
 from backpressure.generator.sweep.combos import enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate, evaluate_many
 from backpressure.generator.sweep.rig import LoadSettings
-from backpressure.generator.sweep.run import default_jobs, run_sweep
+from backpressure.generator.sweep.run import run_sweep
 
 from tests.generator.small_catalog import make_small_catalog
 
@@ -55,32 +55,82 @@ def test_rows_cover_every_combo(small):
     assert 0 < stats.fitting < stats.total
 
 
-def _check_littles_law(out: Path) -> int:
-    """Assert Little's law (within 5 %) for every fitting row; return how many were checked."""
+def _check_littles_law(out: Path, output_tokens: int) -> int:
+    """Little's law on every closed-loop point: N users = requests/s x latency (within 15 %).
+
+    Returns how many points were checked.
+    """
     checked = 0
+    curves = read_curves(out)
     for row in read_results(out):
+        c = curves[row.config_id]
         if not row.fits:
             assert row.saturation_rps is None
+            assert c.users == ()
             continue
-        expected = row.effective_concurrency / row.mean_service_s
-        assert row.saturation_rps == pytest.approx(expected, rel=0.05), row.config_id
-        checked += 1
+        for users, ttft, tpot, rps in zip(
+            c.users, c.table_ttft_ms, c.table_tpot_ms, c.table_requests_per_s, strict=True
+        ):
+            latency_s = (ttft + tpot * (output_tokens - 1)) / 1000
+            assert rps * latency_s == pytest.approx(users, rel=0.15), (row.config_id, users)
+            checked += 1
+        assert row.saturation_rps == pytest.approx(max(c.table_requests_per_s), rel=1e-4)
     return checked
 
 
-def test_saturation_agrees_with_littles_law(small):
+def test_closed_loops_agree_with_littles_law(small):
+    root, out, _ = small
+    assert _check_littles_law(out, load_catalog(root).settings.output_tokens) > 50
+
+
+def test_breaking_rates_carry_the_serving_band_and_name_their_rule(small):
     _, out, _ = small
-    assert _check_littles_law(out) > 5
+    seen = set()
+    for row in read_results(out):
+        if row.breaking_rps is None:
+            assert row.breaking_rps_low is None
+            assert row.breaking_rps_high is None
+            continue
+        assert row.breaking_rps_low < row.breaking_rps < row.breaking_rps_high
+        ratio = row.breaking_rps_high / row.breaking_rps - 1
+        assert ratio == pytest.approx(row.serving_band_pct / 100, abs=1e-4)
+        assert row.breaking_rule in ("ttft", "p99", "error_budget", "soak")
+        # no rule breaks below the breaking rate: it is the lowest of them
+        for rate in (row.ttft_break_rps, row.p99_break_rps, row.shed_onset_rps, row.soak_break_rps):
+            assert rate is None or rate >= row.breaking_rps
+        seen.add(row.breaking_rule)
+    assert len(seen) >= 2
 
 
-def test_breaking_points_carry_their_band(small):
+def test_every_fitting_config_gets_a_rate_or_a_reason(small):
     _, out, _ = small
     for row in read_results(out):
-        if row.saturation_rps is None:
-            continue
-        assert row.saturation_rps_low < row.saturation_rps < row.saturation_rps_high
-        ratio = row.saturation_rps_high / row.saturation_rps - 1
-        assert ratio == pytest.approx(row.error_band_pct / 100, abs=1e-4)
+        if not row.fits:
+            assert row.usable is None
+            assert row.verdict.startswith("does not fit")
+        elif row.usable is False:
+            assert row.breaking_rps is None
+            assert "too slow to use" in row.verdict
+        elif row.fails_at_any_load:
+            assert row.breaking_rps is None
+            assert row.verdict.startswith("fails at any load")
+        else:
+            assert row.breaking_rps is not None
+            assert row.verdict.startswith("breaks at")
+
+
+def test_vllm_configs_differing_only_in_context_are_served_alike(small):
+    # vLLM admits by the blocks a request holds, so a 1,024 + 128 token request
+    # runs the same whatever the context the config is swept at.
+    _, out, _ = small
+    rows = {r.config_id: r for r in read_results(out)}
+    a, b = rows["h100-sxm--llama-3.1-8b--bf16--2k"], rows["h100-sxm--llama-3.1-8b--bf16--8k"]
+    assert a.runtime == "vllm"
+    assert a.breaking_rps == b.breaking_rps
+    assert a.max_concurrency == b.max_concurrency > a.slots > b.slots
+    # llama.cpp reserves the full context: a longer one holds fewer requests
+    c, d = rows["h100-sxm--llama-3.1-8b--q4_k_m--2k"], rows["h100-sxm--llama-3.1-8b--q4_k_m--8k"]
+    assert c.max_concurrency == c.slots > d.max_concurrency == d.slots
 
 
 def test_resweep_reuses_everything_and_is_byte_identical(small, tmp_path):
@@ -147,49 +197,31 @@ def test_curves_match_rows(small):
     curves = read_curves(out)
     for row in read_results(out):
         c = curves[row.config_id]
-        if row.fits:
-            assert len(c.load_rps) == 10
-            assert max(c.goodput_rps) == pytest.approx(row.saturation_rps, rel=1e-4)
-        else:
+        if row.breaking_rps is not None:
+            assert row.breaking_rps in c.load_rps or any(
+                abs(x / row.breaking_rps - 1) < 1e-4 for x in c.load_rps
+            )
+            assert c.timeline_rps == pytest.approx(row.breaking_rps, rel=1e-4)
+            assert len(c.users) >= 1
+            assert c.users[0] == 1
+        elif not row.fits:
             assert c.load_rps == ()
+            assert c.users == ()
 
 
-@pytest.mark.slow
-def test_the_whole_catalog_agrees_with_littles_law(tmp_path):
-    # The issue's cross-check over every config that fits: the simulated saturation
-    # (completions per busy slot at the top of the load grid, times the slots)
-    # against Little's law, effective_concurrency / mean_service_s. Slow servers
-    # (minutes per request on a CPU) run for at least sim_min_service_times
-    # service times so that the top level sees them busy at all.
-    stats = run_sweep(None, tmp_path, jobs=default_jobs())
-    assert _check_littles_law(tmp_path) == stats.fitting > 20_000
-
-
-def test_a_slow_server_runs_longer_and_is_seen_busy():
-    # 405B on a CPU host: one slot, minutes per request. In a default 180 s run
-    # the top load level may see no arrival at all; its run spans four service
-    # times instead, in whole 180 s steps, and its saturation meets Little's law.
+def test_a_cpu_host_too_slow_to_use_gets_its_own_verdict():
+    # 405B on a CPU host decodes well under a token a second: no rate is published
+    # for it, and the verdict says why.
     cat = load_catalog()
-    settings = LoadSettings.from_catalog(cat)
     keys = InputKeys(cat)
     combos = {c.id: c for c in enumerate_combos(cat)}
-    todo = [
-        (combos[cid], keys.fingerprint_key(combos[cid]))
-        for cid in (
-            "rtx-4090--llama-3.1-8b--q4_k_m--8k",
-            "epyc-9654-768gb--llama-3.1-405b--q4_k_m--8k",
-            "rtx-4090--qwen2.5-7b--q8_0--4k",
-        )
-    ]
-    together = evaluate_many(cat, todo)
-    assert together == [evaluate(cat, c, key) for c, key in todo]  # order kept across lengths
-    (fast, _), (slow, curves), _ = together
-    seconds = run_seconds(slow.mean_service_s, settings)
-    assert slow.mean_service_s > 300
-    assert seconds % settings.sim_seconds == 0
-    assert 4 * slow.mean_service_s <= seconds < 4 * slow.mean_service_s + settings.sim_seconds
-    assert run_seconds(fast.mean_service_s, settings) == settings.sim_seconds
-    assert curves.timeline_s[-1] >= seconds - 10
-    for row in (fast, slow):
-        little = row.effective_concurrency / row.mean_service_s
-        assert row.saturation_rps == pytest.approx(little, rel=0.05)
+    combo = combos["epyc-9654-768gb--llama-3.1-405b--q4_k_m--8k"]
+    row, curves = evaluate(cat, combo, keys.fingerprint_key(combo))
+    floor = LoadSettings.from_catalog(cat).min_usable_tokens_per_s
+    assert row.fits
+    assert row.usable is False
+    assert row.single_stream_tokens_per_s < floor
+    assert row.breaking_rps is None
+    assert "too slow to use" in row.verdict
+    assert curves.load_rps == ()
+    assert curves.users == (1,)
