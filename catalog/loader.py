@@ -19,10 +19,26 @@ from backpressure.catalog.schema import (
     Runtime,
     Settings,
 )
+from backpressure.catalog.support import SupportMatrix
 from backpressure.engine.arch import ModelArch
 from pydantic import BaseModel, ValidationError
 
 DEFAULT_ROOT = Path(__file__).resolve().parent
+
+
+class _TextDates(yaml.SafeLoader):
+    """Safe YAML that leaves date-like scalars as text.
+
+    PyYAML turns ``2025-11-16`` into a date itself and raises a bare ValueError on
+    ``2025-11-32``; kept as text, the schema checks the date and the error names
+    the file, the entry and the field like any other.
+    """
+
+
+_TextDates.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 KINDS: dict[str, type[BaseModel]] = {
     "gpus": Gpu,
@@ -48,6 +64,7 @@ class Catalog:
     archs: dict[str, ModelArch]
     calibration: dict[str, Calibration]
     settings: Settings
+    support: SupportMatrix
     files: dict[str, Path] = field(default_factory=dict)
 
     def devices(self) -> list[str]:
@@ -58,7 +75,7 @@ class Catalog:
 def _read_yaml(path: Path, root: Path, problems: list[Problem]) -> Any:
     rel = _rel(path, root)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_TextDates)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -200,6 +217,70 @@ def _load_settings(root: Path, problems: list[Problem]) -> Settings | None:
         return None
 
 
+def _load_support(root: Path, problems: list[Problem]) -> SupportMatrix | None:
+    path = root / "support.yaml"
+    if not path.exists():
+        problems.append(Problem(_rel(path, root), None, None, "file not found"))
+        return None
+    data = _read_yaml(path, root, problems)
+    try:
+        return SupportMatrix.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_validation_problems(_rel(path, root), "support", exc))
+        return None
+
+
+def _check_support(
+    found: dict[str, dict[str, Any]], support: SupportMatrix, root: Path, problems: list[Problem]
+) -> None:
+    # Every runtime a rule names exists, and every quant's (format, runtime) pair has
+    # a rule: a new quant or runtime must say where it runs.
+    rel = f"{root.name}/support.yaml"
+    for i, rule in enumerate(support.rules):
+        if not (root / "runtimes" / f"{rule.runtime}.yaml").is_file():
+            problems.append(
+                Problem(
+                    rel, f"rules.{i}", "runtime", f"unknown runtime id {safe_repr(rule.runtime)}"
+                )
+            )
+    for qid, quant in found["quants"].items():
+        for runtime in quant.runtimes:
+            if support.rule(runtime, quant.format) is None:
+                problems.append(
+                    Problem(
+                        f"{root.name}/quants/{qid}.yaml",
+                        qid,
+                        "runtimes",
+                        f"support.yaml has no rule for runtime {runtime} and format {quant.format}",
+                    )
+                )
+
+
+def _check_calibration(
+    found: dict[str, dict[str, Any]], calibration: dict[str, Calibration], root: Path
+) -> list[Problem]:
+    """One problem per platform or link whose calibration constants are missing."""
+    needs: dict[str, set[str]] = {}
+    for gid, gpu in found["gpus"].items():
+        for key in (f"bandwidth_efficiency_{gpu.platform}", f"layer_overhead_s_{gpu.platform}"):
+            needs.setdefault(key, set()).add(f"gpus/{gid}.yaml")
+    for rid, rig in found["rigs"].items():
+        needs.setdefault(f"allreduce_latency_s_{rig.interconnect}", set()).add(f"rigs/{rid}.yaml")
+    missing: dict[tuple[str, ...], list[str]] = {}
+    for key in sorted(k for k in needs if k not in calibration):
+        missing.setdefault(tuple(sorted(needs[key])), []).append(key)
+    rel = f"{root.name}/calibration.yaml"
+    return [
+        Problem(rel, None, None, f"missing {', '.join(keys)} (needed by {_some(users)})")
+        for users, keys in sorted(missing.items(), key=lambda kv: kv[1])
+    ]
+
+
+def _some(names: tuple[str, ...], shown: int = 3) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
 def load_catalog(root: Path | None = None) -> Catalog:
     """Read every YAML file under ``root``; raise one CatalogError listing every problem."""
     root = (root or DEFAULT_ROOT).resolve()
@@ -210,7 +291,18 @@ def load_catalog(root: Path | None = None) -> Catalog:
     _cross_check(found, root, problems)
     archs = _parse_archs(found["models"], root, problems)
     calibration = _load_calibration(root, problems)
+    problems.extend(_check_calibration(found, calibration, root))
     settings = _load_settings(root, problems)
-    if problems or settings is None:
+    support = _load_support(root, problems)
+    if support is not None:
+        _check_support(found, support, root, problems)
+    if problems or settings is None or support is None:
         raise CatalogError(problems)
-    return Catalog(root=root, archs=archs, calibration=calibration, settings=settings, **found)
+    return Catalog(
+        root=root,
+        archs=archs,
+        calibration=calibration,
+        settings=settings,
+        support=support,
+        **found,
+    )

@@ -7,9 +7,12 @@ set has no entry there. Units are SI base units and are named in the field.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Annotated, Any, Literal
 
+from backpressure.catalog.prices import ElectricityPrice, PurchasePrice, RentalPrice, one_default
+from backpressure.catalog.support import Format, Generation
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 # Ids become URL path segments and file names: lower case, no slashes, no dots
@@ -29,6 +32,7 @@ TIB = 1024**4
 MAX_MEMORY_BYTES = 16 * TIB
 MAX_BANDWIDTH_BYTES_PER_S = 100 * 10**12
 MAX_FLOPS_PER_S = 100 * 10**15
+MAX_POWER_W = 20_000
 
 
 class Entity(BaseModel):
@@ -98,6 +102,37 @@ class Gpu(Entity):
         le=1,
         description="Share of memory_bytes a model may use (unified and system memory only).",
     )
+    generation: Generation = Field(
+        description="Architecture generation; catalog/support.yaml says what runs on it."
+    )
+    fp4_flops_per_s: int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_FLOPS_PER_S,
+        description="Dense (no sparsity) FP4 tensor throughput [FLOP/s], if the chip has FP4.",
+    )
+    board_power_w: float | None = Field(
+        default=None, gt=0, le=MAX_POWER_W, description="Rated power at full load [W]."
+    )
+    board_power_kind: Literal["board", "chip", "module", "system"] | None = Field(
+        default=None,
+        description=(
+            "What board_power_w covers: board (a card's total board or graphics power), "
+            "chip (the SoC or CPU package alone), module (a compute module), system (the "
+            "whole machine, at the wall or its power-supply rating)."
+        ),
+    )
+    rental_prices: tuple[RentalPrice, ...] = Field(
+        default=(), description="On-demand rental prices per GPU-hour, each sourced and dated."
+    )
+    purchase_prices: tuple[PurchasePrice, ...] = Field(
+        default=(), description="Prices to buy the device, each sourced and dated."
+    )
+
+    @property
+    def platform(self) -> str:
+        """Calibration platform: the vendor, or 'cpu' for a host serving from system RAM."""
+        return "cpu" if self.memory_kind == "system" else self.vendor
 
     @model_validator(mode="after")
     def _fraction_matches_kind(self) -> Gpu:
@@ -105,6 +140,14 @@ class Gpu(Entity):
             raise ValueError("usable_memory_fraction: only unified or system memory has one")
         if self.memory_kind != "discrete" and self.usable_memory_fraction is None:
             raise ValueError(f"usable_memory_fraction: required for {self.memory_kind} memory")
+        return self
+
+    @model_validator(mode="after")
+    def _power_and_prices(self) -> Gpu:
+        if (self.board_power_w is None) != (self.board_power_kind is None):
+            raise ValueError("board_power_kind: give it exactly when board_power_w is set")
+        one_default(self.rental_prices, "rental_prices")
+        one_default(self.purchase_prices, "purchase_prices")
         return self
 
 
@@ -126,9 +169,7 @@ class Rig(Entity):
 class Quant(Entity):
     """A weight format, costed at its effective bits per weight."""
 
-    format: Literal["gguf", "float", "awq", "gptq", "fp8", "mxfp4"] = Field(
-        description="Family of the format."
-    )
+    format: Format = Field(description="Family of the format.")
     bits_per_weight: float = Field(
         gt=0, le=32, description="Effective storage cost including scales and minimums [bits]."
     )
@@ -465,4 +506,27 @@ class Settings(BaseModel):
         default=60,
         gt=0,
         description="Queued requests older than this are abandoned [s].",
+    )
+    electricity: ElectricityPrice = Field(
+        default=ElectricityPrice(
+            usd_per_kwh=0.1545,
+            region="United States",
+            sector="residential",
+            period="January 2024",
+            as_of=dt.date(2024, 3, 26),
+            source="https://www.eia.gov/electricity/monthly/update/end-use.php",
+        ),
+        description=(
+            "Electricity price owner-run hardware is costed at, with its source and "
+            "date (catalog/settings.yaml gives the figure used)."
+        ),
+    )
+    amortisation_years: float = Field(
+        default=3,
+        gt=0,
+        le=20,
+        description=(
+            "Years a purchased device's price is spread over when it is costed per hour "
+            "(straight line, no resale value) [years]."
+        ),
     )

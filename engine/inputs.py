@@ -9,7 +9,7 @@ from typing import Literal
 DEFAULT_LAYERS = 32
 
 MemoryKind = Literal["discrete", "unified", "system"]
-Platform = Literal["nvidia", "amd", "apple", "cpu"]
+Platform = Literal["nvidia", "amd", "apple", "intel", "cpu"]
 
 
 @dataclass(frozen=True, slots=True)

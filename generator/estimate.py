@@ -10,6 +10,7 @@ from typing import Any
 from backpressure.catalog.errors import safe_repr
 from backpressure.catalog.hf_config import ConfigError, parse_config
 from backpressure.catalog.loader import Catalog
+from backpressure.catalog.schema import Gpu
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.inputs import Device, Runtime
 from backpressure.engine.results import CapacityResult
@@ -121,11 +122,15 @@ def _model(cat: Catalog, args: EstimateArgs) -> tuple[str, ModelArch | None, int
     return f"{args.params_b:g}B (parameter count only)", None, round(args.params_b * 1e9)
 
 
-def _runtime(cat: Catalog, args: EstimateArgs, device: Device) -> tuple[str, Runtime]:
+def _runtime(
+    cat: Catalog, args: EstimateArgs, device: Device, gpu: Gpu | None
+) -> tuple[str, Runtime]:
     quant = resolve.lookup(cat.quants, "quant", args.quant)
-    rt_id = args.runtime or resolve.default_runtime(cat, quant, device.memory_kind)
+    # A --vram-gb device has no generation: only catalog devices meet the support matrix.
+    generation = gpu.generation if gpu is not None else None
+    rt_id = args.runtime or resolve.default_runtime(cat, quant, device.memory_kind, generation)
     entry = resolve.lookup(cat.runtimes, "runtime", rt_id)
-    resolve.check_combo(cat, quant.id, rt_id, args.kv_dtype, device.memory_kind)
+    resolve.check_combo(cat, quant.id, rt_id, args.kv_dtype, device.memory_kind, generation)
     profile = resolve.runtime_profile(entry)
     if args.overhead_gb is not None:
         if profile.style != "fixed-overhead":
@@ -156,14 +161,18 @@ def run_estimate(cat: Catalog, args: EstimateArgs) -> Estimate:
             f"--context: {args.context} tokens exceeds {safe_repr(name)}'s maximum "
             f"of {arch.max_context}"
         )
-    rt_id, profile = _runtime(cat, args, device)
+    gpu = resolve.gpu_entry(cat, args.gpu) if args.adhoc is None and args.gpu else None
+    rt_id, profile = _runtime(cat, args, device, gpu)
     quant = cat.quants[args.quant]
     kv = resolve.lookup(cat.kv_dtypes, "KV dtype", args.kv_dtype)
+    compute = resolve.compute_for(cat, gpu, quant, rt_id) if gpu is not None else None
+    if gpu is not None and compute is not None:
+        device = resolve.with_compute(device, gpu, compute)
     cfg = resolve.Config(
         device,
         rt_id,
         profile,
-        resolve.weight_format(quant),
+        resolve.weight_format(quant, compute),
         resolve.constants(cat),
         args.context,
         resolve.kv_bytes(kv),
@@ -206,7 +215,11 @@ def estimate_json(est: Estimate) -> dict[str, Any]:
 
 
 def catalog_json(cat: Catalog) -> dict[str, Any]:
-    """``catalog --json``: lists of GPUs (and rigs), models, quants, runtimes."""
+    """``catalog --json``: every entity, with the prices and cost settings it carries.
+
+    GPUs and rigs come with their power and dated, sourced prices; ``costs`` holds
+    the electricity price and amortisation period of the settings.
+    """
 
     def dump(table: dict[str, Any]) -> list[dict[str, Any]]:
         return [e.model_dump(mode="json", exclude={"config"}) for e in table.values()]
@@ -220,9 +233,21 @@ def catalog_json(cat: Catalog) -> dict[str, Any]:
         }
         for mid, m in cat.models.items()
     ]
+    # A rig is priced and powered per GPU: it carries its GPU's figures, dates and sources.
+    per_gpu = ("board_power_w", "board_power_kind", "rental_prices", "purchase_prices")
+    rigs = [
+        {
+            **rig.model_dump(mode="json"),
+            "per_gpu": cat.gpus[rig.gpu].model_dump(mode="json", include=set(per_gpu)),
+        }
+        for rig in cat.rigs.values()
+    ]
     return {
         "gpus": dump(cat.gpus),
-        "rigs": dump(cat.rigs),
+        "rigs": rigs,
+        "costs": cat.settings.model_dump(
+            mode="json", include={"electricity", "amortisation_years"}
+        ),
         "models": models,
         "quants": dump(cat.quants),
         "kv_dtypes": dump(cat.kv_dtypes),

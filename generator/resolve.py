@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.catalog.schema import Gpu, KvDtype, Quant
 from backpressure.catalog.schema import Runtime as RuntimeEntry
+from backpressure.catalog.support import Compute, compute_precision, refusal, serves
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.bands import Band, serving_band_rule
 from backpressure.engine.capacity import estimate
-from backpressure.engine.inputs import Constants, Device, Runtime, WeightFormat
+from backpressure.engine.inputs import Constants, Device, Platform, Runtime, WeightFormat
 from backpressure.engine.results import CapacityResult
 
 T = TypeVar("T")
@@ -71,11 +73,12 @@ def device_from_gpu(
     gpu: Gpu, count: int = 1, interconnect: str | None = None, link: int | None = None
 ) -> Device:
     """Engine device for a catalog GPU (or ``count`` of them)."""
-    platform = "cpu" if gpu.memory_kind == "system" else gpu.vendor
     return Device(
         name=gpu.name if count == 1 else f"{count}x {gpu.name}",
         memory_kind=gpu.memory_kind,
-        platform=platform,  # type: ignore[arg-type]
+        # The schema's vendors plus 'cpu' are the engine's platforms; the catalog
+        # loader checks that each one has its calibration constants.
+        platform=cast(Platform, gpu.platform),
         memory_bytes=gpu.memory_bytes,
         bandwidth_bytes_per_s=gpu.bandwidth_bytes_per_s,
         bf16_flops_per_s=gpu.bf16_flops_per_s,
@@ -85,6 +88,14 @@ def device_from_gpu(
         interconnect=interconnect,  # type: ignore[arg-type]
         interconnect_bandwidth_bytes_per_s=link,
     )
+
+
+def gpu_entry(cat: Catalog, device_id: str) -> Gpu:
+    """The catalog GPU a device id names: the GPU itself, or the one a rig is built from."""
+    if device_id in cat.rigs:
+        return cat.gpus[cat.rigs[device_id].gpu]
+    lookup({**cat.gpus, **cat.rigs}, "GPU", device_id)  # unknown id: raise with the nearest
+    return cat.gpus[device_id]
 
 
 def device_for(cat: Catalog, device_id: str) -> Device:
@@ -121,14 +132,40 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
     )
 
 
-def weight_format(quant: Quant) -> WeightFormat:
-    """Engine weight format for a catalog quant."""
+def weight_format(quant: Quant, compute: Compute | None = None) -> WeightFormat:
+    """Engine weight format for a catalog quant.
+
+    ``compute`` is the precision its matrix products run in on the device at hand
+    (:func:`compute_for`); without it, FP8 weights ask for the FP8 rate, which the
+    engine uses where the device has an FP8 figure. The engine's FP8 slot is its
+    low-precision slot: an FP4 combination puts the FP4 rate there (:func:`with_compute`).
+    """
+    low = quant.format == "fp8" if compute is None else compute != "bf16"
     return WeightFormat(
         name=quant.name,
         bits_per_weight=quant.bits_per_weight,
         embedding_bits=quant.embedding_bits_per_weight,
-        fp8_compute=quant.format == "fp8",
+        fp8_compute=low,
     )
+
+
+def compute_for(cat: Catalog, gpu: Gpu, quant: Quant, runtime: str) -> Compute:
+    """Precision of the matrix products on this GPU under this runtime.
+
+    FP8 for FP8 weights on FP8 hardware, FP4 for NVFP4/MXFP4 only where
+    catalog/support.yaml says so and the GPU has a dense FP4 figure, else BF16.
+    """
+    compute = compute_precision(cat.support, runtime, quant.format, gpu.generation)
+    if compute == "fp4" and gpu.fp4_flops_per_s is None:
+        return "bf16"
+    return compute
+
+
+def with_compute(device: Device, gpu: Gpu, compute: Compute) -> Device:
+    """The device with its FP4 rate in the engine's low-precision slot for FP4 compute."""
+    if compute != "fp4":
+        return device
+    return dataclasses.replace(device, fp8_flops_per_s=gpu.fp4_flops_per_s)
 
 
 def kv_bytes(kv: KvDtype) -> float:
@@ -144,10 +181,18 @@ def model_arch(cat: Catalog, model: str) -> tuple[str, ModelArch]:
     return mid, cat.archs[mid]
 
 
-def default_runtime(cat: Catalog, quant: Quant, memory_kind: str = "discrete") -> str:
-    """The quant's most preferred runtime that serves this kind of memory."""
+def default_runtime(
+    cat: Catalog, quant: Quant, memory_kind: str = "discrete", generation: str | None = None
+) -> str:
+    """The quant's most preferred runtime that serves this kind of memory.
+
+    Given a device generation, the runtime must also serve the quant's format on it
+    (catalog/support.yaml).
+    """
     for rid in quant.runtimes:
-        if rid in cat.runtimes and memory_kind in cat.runtimes[rid].memory_kinds:
+        if rid not in cat.runtimes or memory_kind not in cat.runtimes[rid].memory_kinds:
+            continue
+        if generation is None or serves(cat.support, rid, quant.format, generation):
             return rid
     return quant.runtimes[0]
 
@@ -197,15 +242,17 @@ def configure(
     """
     q = lookup(cat.quants, "quant", quant)
     dev = device_for(cat, gpu)
-    rt_id = runtime or default_runtime(cat, q, dev.memory_kind)
-    check_combo(cat, q.id, rt_id, kv_dtype, dev.memory_kind)
+    entry = gpu_entry(cat, gpu)
+    rt_id = runtime or default_runtime(cat, q, dev.memory_kind, entry.generation)
+    check_combo(cat, q.id, rt_id, kv_dtype, dev.memory_kind, entry.generation)
     arch = model_arch(cat, model)[1] if model is not None else None
     params = round(params_b * 1e9) if params_b is not None else None
+    compute = compute_for(cat, entry, q, rt_id)
     return Config(
-        dev,
+        with_compute(dev, entry, compute),
         rt_id,
         runtime_profile(cat.runtimes[rt_id]),
-        weight_format(q),
+        weight_format(q, compute),
         constants(cat),
         context,
         kv_bytes(cat.kv_dtypes[kv_dtype]),
@@ -234,8 +281,18 @@ class ComboError(ValueError):
     """A runtime that cannot serve the quant, KV dtype or device asked for."""
 
 
-def check_combo(cat: Catalog, quant: str, runtime_id: str, kv_dtype: str, memory_kind: str) -> None:
-    """Raise ComboError unless the runtime serves this quant, KV dtype and memory kind."""
+def check_combo(
+    cat: Catalog,
+    quant: str,
+    runtime_id: str,
+    kv_dtype: str,
+    memory_kind: str,
+    generation: str | None = None,
+) -> None:
+    """Raise ComboError unless the runtime serves this quant, KV dtype and memory kind.
+
+    Given a device generation, the runtime must also serve the quant's format on it.
+    """
     q = lookup(cat.quants, "quant", quant)
     rt = lookup(cat.runtimes, "runtime", runtime_id)
     kv = lookup(cat.kv_dtypes, "KV dtype", kv_dtype)
@@ -253,6 +310,10 @@ def check_combo(cat: Catalog, quant: str, runtime_id: str, kv_dtype: str, memory
             f"runtime {runtime_id} does not serve on {memory_kind} memory "
             f"(serves: {', '.join(rt.memory_kinds)})"
         )
+    if generation is not None:
+        why = refusal(cat.support, quant, q.format, generation, runtime_id)
+        if why is not None:
+            raise ComboError(why)
 
 
 def serving_band(cat: Catalog, runtime_id: str, is_moe: bool, cap: CapacityResult) -> Band:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backpressure.catalog.loader import Catalog
+from backpressure.catalog.support import refusal
 from backpressure.generator import resolve
 from backpressure.generator.records import config_id
 
@@ -30,16 +31,20 @@ def enumerate_combos(cat: Catalog) -> list[Combo]:
     """Every device x model x swept quant x context the runtimes allow, sorted by id.
 
     The runtime is the quant's most preferred one that serves the device's memory
-    kind; a context above the model's maximum is skipped.
+    kind and the quant's format on the device's generation (catalog/support.yaml);
+    a quant no runtime serves there, or a context above the model's maximum, is skipped.
     """
     kv = cat.settings.default_kv_dtype
     combos = []
     for device_id in cat.devices():
         kind = resolve.device_for(cat, device_id).memory_kind
+        generation = resolve.gpu_entry(cat, device_id).generation
         for quant_id in cat.settings.sweep_quants:
             quant = cat.quants[quant_id]
-            runtime = resolve.default_runtime(cat, quant, kind)
+            runtime = resolve.default_runtime(cat, quant, kind, generation)
             if kind not in cat.runtimes[runtime].memory_kinds:
+                continue
+            if refusal(cat.support, quant_id, quant.format, generation, runtime) is not None:
                 continue
             if runtime not in cat.kv_dtypes[kv].runtimes:
                 continue
