@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 # Layers assumed for a model known only by its size: the 7-8B shape.
@@ -43,6 +43,24 @@ class Runtime:
     large_gpu_max_num_batched_tokens: int = 0
     activation_bytes_per_batched_token: float = 0.0
     tp_extra_bytes_per_gpu: int = 0
+    # The release this profile describes, and the releases where vLLM's memory
+    # budget changed: V1 profiles a max_num_batched_tokens batch (V0 a
+    # max_model_len one); the CUDA-graph pool is subtracted from the KV budget
+    # from ``cudagraph_counted_since`` on. Empty: not applicable.
+    version: str = ""
+    v1_since: str = ""
+    cudagraph_counted_since: str = ""
+    cudagraph_bytes_per_gpu: int = 0
+    # Share of the nominal memory the driver reports as the device's total.
+    visible_memory_fraction: float = 1.0
+    # KV layout: vLLM's block size, llama.cpp's physical batch (the SWA cache
+    # keeps window + n_ubatch cells).
+    block_tokens: int = 16
+    n_ubatch: int = 512
+    # vLLM's MXFP4 MoE kernel (Marlin) pads each expert to these multiples of the
+    # hidden and intermediate sizes; 0: no padding.
+    mxfp4_hidden_align: int = 0
+    mxfp4_intermediate_align: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +71,9 @@ class WeightFormat:
     bits_per_weight: float
     embedding_bits: float | None = None
     fp8_compute: bool = False
+    # MXFP4 checkpoints quantize only the routed experts; every other weight
+    # stays at ``embedding_bits`` (16 when unset).
+    experts_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,3 +88,5 @@ class Constants:
     prefill_compute_efficiency: float
     decode_compute_efficiency: float
     min_stream_tokens_per_s: float
+    # Fixed cost of one MoE layer's routing and expert dispatch per decode step [s].
+    moe_layer_overhead_s: dict[str, float] = field(default_factory=dict)
