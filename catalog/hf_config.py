@@ -9,18 +9,23 @@ catalog model. Defaults for keys a config may omit are those of the matching
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from backpressure.engine.arch import Attention, Experts, ModelArch
-from backpressure.engine.params import (
-    embedding_params,
-    gated_mlp_params,
-    gqa_attention_params,
-    mla_attention_params,
+from backpressure.catalog import hf_hybrid
+from backpressure.catalog.hf_fields import (
+    ConfigError,
+    Layer,
+    assemble,
+    experts_per_token,
+    gqa_attention,
+    gqa_params,
+    int_,
+    int_list,
 )
+from backpressure.engine.arch import Attention, Experts, ModelArch
+from backpressure.engine.params import gated_mlp_params, mla_attention_params
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
+__all__ = ["PARSERS", "ConfigError", "parse_config"]
 
 # Keys transformers fills in when a Gemma 3 text config omits them
 # (transformers/models/gemma3/configuration_gemma3.py, Gemma3TextConfig defaults).
@@ -39,55 +44,9 @@ GEMMA3_TEXT_DEFAULTS: dict[str, Any] = {
 }
 
 
-class ConfigError(ValueError):
-    """A config.json that cannot be costed; the message names the key."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Layer:
-    """Per-layer parameter counts (total and active) and norms."""
-
-    attention: int
-    mlp_total: int
-    mlp_active: int
-    norms: int
-
-
-def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    value = cfg.get(key, default)
-    if value is None and default is None:
-        raise ConfigError(f"config.json: missing key '{key}'")
-    return value
-
-
-def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = _get(cfg, key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"config.json: '{key}' must be a non-negative integer, got {value!r}")
-    return value
-
-
-def _int_list(cfg: Mapping[str, Any], key: str) -> list[int]:
-    value = cfg.get(key) or []
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        raise ConfigError(f"config.json: '{key}' must be a list of integers")
-    return value
-
-
-def _head_dim(cfg: Mapping[str, Any]) -> int:
-    heads = _int(cfg, "num_attention_heads")
-    if heads == 0:
-        raise ConfigError("config.json: 'num_attention_heads' must be positive")
-    if cfg.get("head_dim") is not None:
-        return _int(cfg, "head_dim")
-    return _int(cfg, "hidden_size") // heads
-
-
 def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...]:
     """Sliding window of every layer (0 = global attention)."""
-    window = _int(cfg, "sliding_window", 0) if cfg.get("sliding_window") is not None else 0
+    window = int_(cfg, "sliding_window", 0) if cfg.get("sliding_window") is not None else 0
     layer_types = cfg.get("layer_types")
     if isinstance(layer_types, list) and len(layer_types) == layers and window:
         return tuple(window if t == "sliding_attention" else 0 for t in layer_types)
@@ -96,98 +55,47 @@ def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...
     if family == "qwen":
         if not cfg.get("use_sliding_window", False):
             return (0,) * layers
-        first = _int(cfg, "max_window_layers", 0)
+        first = int_(cfg, "max_window_layers", 0)
         return tuple(window if i >= first else 0 for i in range(layers))
     if family == "gemma2":
         # Gemma 2 alternates: even layers local, odd layers global.
         return tuple(window if i % 2 == 0 else 0 for i in range(layers))
     if family == "gemma3":
-        pattern = _int(cfg, "sliding_window_pattern", 6)
+        pattern = int_(cfg, "sliding_window_pattern", 6)
         if pattern == 0:
             raise ConfigError("config.json: 'sliding_window_pattern' must be positive")
         return tuple(0 if (i + 1) % pattern == 0 else window for i in range(layers))
     return (window,) * layers
 
 
-def _gqa_layer(cfg: Mapping[str, Any], qkv_bias: bool, qk_norm: bool, norms: int) -> _Layer:
-    hidden = _int(cfg, "hidden_size")
-    head_dim = _head_dim(cfg)
-    heads = _int(cfg, "num_attention_heads")
-    kv_heads = _int(cfg, "num_key_value_heads", heads)
-    attention = gqa_attention_params(hidden, heads, kv_heads, head_dim, qkv_bias)
-    attention += 2 * head_dim if qk_norm else 0
-    mlp = gated_mlp_params(hidden, _int(cfg, "intermediate_size"))
-    return _Layer(attention, mlp, mlp, norms * hidden)
-
-
-def _experts_per_token(cfg: Mapping[str, Any], experts: int) -> int:
-    k = _int(cfg, "num_experts_per_tok")
-    if k == 0 or k > experts:
-        raise ConfigError("config.json: 'num_experts_per_tok' must be between 1 and the experts")
-    return k
+def _gqa_layer(cfg: Mapping[str, Any], qkv_bias: bool, qk_norm: bool, norms: int) -> Layer:
+    hidden = int_(cfg, "hidden_size")
+    mlp = gated_mlp_params(hidden, int_(cfg, "intermediate_size"))
+    return Layer(gqa_params(cfg, qkv_bias, qk_norm), mlp, mlp, norms * hidden)
 
 
 def _moe_layer(
-    cfg: Mapping[str, Any], base: _Layer, experts_key: str, intermediate_key: str
-) -> tuple[_Layer, Experts]:
-    hidden = _int(cfg, "hidden_size")
-    n = _int(cfg, experts_key)
-    k = _experts_per_token(cfg, n)
-    expert = gated_mlp_params(hidden, _int(cfg, intermediate_key))
+    cfg: Mapping[str, Any], base: Layer, experts_key: str, intermediate_key: str
+) -> tuple[Layer, Experts]:
+    hidden = int_(cfg, "hidden_size")
+    n = int_(cfg, experts_key)
+    k = experts_per_token(cfg, n)
+    expert = gated_mlp_params(hidden, int_(cfg, intermediate_key))
     router = hidden * n
-    layer = _Layer(base.attention, n * expert + router, k * expert + router, base.norms)
-    layers = _int(cfg, "num_hidden_layers")
+    layer = Layer(base.attention, n * expert + router, k * expert + router, base.norms)
+    layers = int_(cfg, "num_hidden_layers")
     return layer, Experts(n, k, expert, layers)
 
 
-def _assemble(
-    cfg: Mapping[str, Any],
-    layers: list[_Layer],
-    attention: Attention,
-    experts: Experts | None,
-    tied_default: bool,
-) -> ModelArch:
-    hidden = _int(cfg, "hidden_size")
-    vocab = _int(cfg, "vocab_size")
-    tied = bool(cfg.get("tie_word_embeddings", tied_default))
-    embed = embedding_params(vocab, hidden, tied)
-    shared = sum(lay.attention + lay.norms for lay in layers) + embed + hidden
-    total = shared + sum(lay.mlp_total for lay in layers)
-    active = shared + sum(lay.mlp_active for lay in layers)
-    dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
-    return ModelArch(
-        name=str(cfg.get("_name_or_path") or cfg.get("model_type")),
-        num_layers=len(layers),
-        hidden_size=hidden,
-        vocab_size=vocab,
-        max_context=_int(cfg, "max_position_embeddings"),
-        dtype_bytes=DTYPE_BYTES.get(dtype, 2),
-        attention=attention,
-        total_params=total,
-        active_params=active,
-        experts=experts,
-        intermediate_size=_int(cfg, "intermediate_size", 0),
-        embedding_params=embed,
-        lookup_only_params=0 if tied else vocab * hidden,
-    )
-
-
 def _gqa_attention(cfg: Mapping[str, Any], family: str) -> Attention:
-    layers = _int(cfg, "num_hidden_layers")
-    heads = _int(cfg, "num_attention_heads")
-    return Attention(
-        num_heads=heads,
-        num_kv_heads=_int(cfg, "num_key_value_heads", heads),
-        head_dim=_head_dim(cfg),
-        window_per_layer=_windows(cfg, layers, family),
-    )
+    return gqa_attention(cfg, _windows(cfg, int_(cfg, "num_hidden_layers"), family))
 
 
 def _dense(family: str, qkv_bias: bool, qk_norm: bool, norms: int, tied: bool) -> _Parser:
     def parse(cfg: Mapping[str, Any]) -> ModelArch:
         layer = _gqa_layer(cfg, qkv_bias, qk_norm, norms)
-        layers = [layer] * _int(cfg, "num_hidden_layers")
-        return _assemble(cfg, layers, _gqa_attention(cfg, family), None, tied)
+        layers = [layer] * int_(cfg, "num_hidden_layers")
+        return assemble(cfg, layers, _gqa_attention(cfg, family), None, tied)
 
     return parse
 
@@ -195,65 +103,93 @@ def _dense(family: str, qkv_bias: bool, qk_norm: bool, norms: int, tied: bool) -
 def _parse_mixtral(cfg: Mapping[str, Any]) -> ModelArch:
     base = _gqa_layer(cfg, qkv_bias=False, qk_norm=False, norms=2)
     layer, experts = _moe_layer(cfg, base, "num_local_experts", "intermediate_size")
-    layers = [layer] * _int(cfg, "num_hidden_layers")
-    return _assemble(cfg, layers, _gqa_attention(cfg, "mistral"), experts, tied_default=False)
+    layers = [layer] * int_(cfg, "num_hidden_layers")
+    return assemble(cfg, layers, _gqa_attention(cfg, "mistral"), experts, tied_default=False)
 
 
 def _parse_qwen3_moe(cfg: Mapping[str, Any]) -> ModelArch:
     base = _gqa_layer({**cfg, "intermediate_size": cfg.get("intermediate_size", 0)}, False, True, 2)
     layer, experts = _moe_layer(cfg, base, "num_experts", "moe_intermediate_size")
-    n_layers = _int(cfg, "num_hidden_layers")
-    dense_only = set(_int_list(cfg, "mlp_only_layers"))
-    step = _int(cfg, "decoder_sparse_step", 1) or 1
+    n_layers = int_(cfg, "num_hidden_layers")
+    dense_only = set(int_list(cfg, "mlp_only_layers"))
+    step = int_(cfg, "decoder_sparse_step", 1) or 1
     is_moe = [i not in dense_only and (i + 1) % step == 0 for i in range(n_layers)]
     layers = [layer if moe else base for moe in is_moe]
     experts = Experts(
         experts.num_experts, experts.experts_per_token, experts.expert_params, sum(is_moe)
     )
-    return _assemble(cfg, layers, _gqa_attention(cfg, "qwen"), experts, tied_default=False)
+    return assemble(cfg, layers, _gqa_attention(cfg, "qwen"), experts, tied_default=False)
 
 
 def _parse_deepseek(cfg: Mapping[str, Any]) -> ModelArch:
-    hidden = _int(cfg, "hidden_size")
-    heads = _int(cfg, "num_attention_heads")
-    kv_rank = _int(cfg, "kv_lora_rank")
-    rope = _int(cfg, "qk_rope_head_dim")
+    hidden = int_(cfg, "hidden_size")
+    heads = int_(cfg, "num_attention_heads")
+    kv_rank = int_(cfg, "kv_lora_rank")
+    rope = int_(cfg, "qk_rope_head_dim")
     attention = mla_attention_params(
         hidden,
         heads,
-        _int(cfg, "q_lora_rank", 0) if cfg.get("q_lora_rank") else 0,
+        int_(cfg, "q_lora_rank", 0) if cfg.get("q_lora_rank") else 0,
         kv_rank,
-        _int(cfg, "qk_nope_head_dim"),
+        int_(cfg, "qk_nope_head_dim"),
         rope,
-        _int(cfg, "v_head_dim"),
+        int_(cfg, "v_head_dim"),
     )
-    n_layers = _int(cfg, "num_hidden_layers")
-    n_experts = _int(cfg, "n_routed_experts")
-    k = _experts_per_token(cfg, n_experts)
-    expert = gated_mlp_params(hidden, _int(cfg, "moe_intermediate_size"))
-    shared = _int(cfg, "n_shared_experts", 0) * expert
+    n_layers = int_(cfg, "num_hidden_layers")
+    n_experts = int_(cfg, "n_routed_experts")
+    k = experts_per_token(cfg, n_experts)
+    expert = gated_mlp_params(hidden, int_(cfg, "moe_intermediate_size"))
+    shared = int_(cfg, "n_shared_experts", 0) * expert
     # V3's router keeps a per-expert score-correction bias (topk_method noaux_tc).
     router = hidden * n_experts + (n_experts if cfg.get("topk_method") == "noaux_tc" else 0)
-    dense_mlp = gated_mlp_params(hidden, _int(cfg, "intermediate_size"))
-    dense = _Layer(attention, dense_mlp, dense_mlp, 2 * hidden)
-    moe = _Layer(
+    dense_mlp = gated_mlp_params(hidden, int_(cfg, "intermediate_size"))
+    dense = Layer(attention, dense_mlp, dense_mlp, 2 * hidden)
+    moe = Layer(
         attention, n_experts * expert + shared + router, k * expert + shared + router, 2 * hidden
     )
-    first_dense = _int(cfg, "first_k_dense_replace", 0)
-    freq = _int(cfg, "moe_layer_freq", 1) or 1
+    first_dense = int_(cfg, "first_k_dense_replace", 0)
+    freq = int_(cfg, "moe_layer_freq", 1) or 1
     is_moe = [i >= first_dense and i % freq == 0 for i in range(n_layers)]
     layers = [moe if m else dense for m in is_moe]
     attn = Attention(
         num_heads=heads,
         num_kv_heads=heads,
-        head_dim=_int(cfg, "v_head_dim"),
+        head_dim=int_(cfg, "v_head_dim"),
         window_per_layer=(0,) * n_layers,
         mla_latent_dim=kv_rank + rope,
     )
     experts = Experts(n_experts, k, expert, sum(is_moe), shared_params_per_layer=shared)
     # Multi-token-prediction layers (num_nextn_predict_layers) ship in the checkpoint
     # but serving runtimes do not load them by default, so they are not counted.
-    return _assemble(cfg, layers, attn, experts, tied_default=False)
+    return assemble(cfg, layers, attn, experts, tied_default=False)
+
+
+def _parse_glm4_moe(cfg: Mapping[str, Any]) -> ModelArch:
+    """GLM-4.5 (Glm4MoeForCausalLM): GQA with q/k/v biases, DeepSeek-style MoE.
+
+    transformers ``modeling_glm4_moe.py``: ``first_k_dense_replace`` dense layers,
+    then routed experts of ``moe_intermediate_size`` plus ``n_shared_experts``
+    shared ones, a sigmoid router with a per-expert ``e_score_correction_bias``;
+    ``use_qk_norm`` adds per-head q/k norms. The MTP layer
+    (``num_nextn_predict_layers``) is not loaded for serving and is not counted.
+    """
+    hidden = int_(cfg, "hidden_size")
+    attention = gqa_params(
+        cfg, bool(cfg.get("attention_bias", False)), bool(cfg.get("use_qk_norm"))
+    )
+    n_layers = int_(cfg, "num_hidden_layers")
+    n = int_(cfg, "n_routed_experts")
+    k = experts_per_token(cfg, n)
+    expert = gated_mlp_params(hidden, int_(cfg, "moe_intermediate_size"))
+    shared = int_(cfg, "n_shared_experts", 0) * expert
+    router = hidden * n + n
+    dense_mlp = gated_mlp_params(hidden, int_(cfg, "intermediate_size"))
+    dense = Layer(attention, dense_mlp, dense_mlp, 2 * hidden)
+    moe = Layer(attention, n * expert + shared + router, k * expert + shared + router, 2 * hidden)
+    first_dense = int_(cfg, "first_k_dense_replace", 0)
+    layers = [dense if i < first_dense else moe for i in range(n_layers)]
+    experts = Experts(n, k, expert, n_layers - min(first_dense, n_layers), shared)
+    return assemble(cfg, layers, _gqa_attention(cfg, "glm"), experts, tied_default=False)
 
 
 def _parse_gemma3(cfg: Mapping[str, Any]) -> ModelArch:
@@ -263,8 +199,8 @@ def _parse_gemma3(cfg: Mapping[str, Any]) -> ModelArch:
     if "tie_word_embeddings" in cfg and not isinstance(text, Mapping):
         merged["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     layer = _gqa_layer(merged, qkv_bias=False, qk_norm=True, norms=4)
-    layers = [layer] * _int(merged, "num_hidden_layers")
-    return _assemble(merged, layers, _gqa_attention(merged, "gemma3"), None, tied_default=True)
+    layers = [layer] * int_(merged, "num_hidden_layers")
+    return assemble(merged, layers, _gqa_attention(merged, "gemma3"), None, tied_default=True)
 
 
 _Parser = Callable[[Mapping[str, Any]], ModelArch]
@@ -283,6 +219,14 @@ PARSERS: dict[str, _Parser] = {
     "qwen3_moe": _parse_qwen3_moe,
     "deepseek_v2": _parse_deepseek,
     "deepseek_v3": _parse_deepseek,
+    # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type (remote code).
+    "kimi_k2": _parse_deepseek,
+    "glm4_moe": _parse_glm4_moe,
+    "gpt_oss": hf_hybrid.parse_gpt_oss,
+    "llama4": hf_hybrid.parse_llama4,
+    "llama4_text": hf_hybrid.parse_llama4,
+    "qwen3_next": hf_hybrid.parse_qwen3_next,
+    "granitemoehybrid": hf_hybrid.parse_granite_hybrid,
 }
 
 

@@ -307,6 +307,49 @@ class Runtime(Entity):
         le=1_048_576,
         description="llama.cpp: physical batch, the tokens of one forward pass [tokens].",
     )
+    version: str | None = Field(
+        default=None,
+        max_length=40,
+        pattern=r"^[0-9][0-9A-Za-z.+-]*$",
+        description="Release of the runtime this profile describes, e.g. '0.19.0'.",
+    )
+    v1_since: str | None = Field(
+        default=None,
+        max_length=40,
+        description=(
+            "vLLM: first release whose engine (V1) profiles a max_num_batched_tokens batch; "
+            "older ones profiled a max_model_len-sized batch."
+        ),
+    )
+    cudagraph_counted_since: str | None = Field(
+        default=None,
+        max_length=40,
+        description="vLLM: first release that subtracts the CUDA-graph pool from the KV budget.",
+    )
+    cudagraph_bytes_per_gpu: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_MEMORY_BYTES,
+        description="vLLM: CUDA-graph pool per GPU, subtracted from that release on [bytes].",
+    )
+    visible_memory_fraction: float | None = Field(
+        default=None,
+        gt=0.5,
+        le=1,
+        description=(
+            "vLLM: share of the nominal memory the driver reports as total, which "
+            "gpu_memory_utilization multiplies."
+        ),
+    )
+    mxfp4_hidden_align: int | None = Field(
+        default=None, ge=1, le=4096, description="vLLM: MXFP4 experts' hidden size padded to [-]."
+    )
+    mxfp4_intermediate_align: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="vLLM: MXFP4 experts' intermediate size padded to [-].",
+    )
 
     @model_validator(mode="after")
     def _style_fields(self) -> Runtime:

@@ -6,44 +6,89 @@
     slots        = floor(KV budget / KV per request)
 
 then the decode ceiling from memory bandwidth, which ceiling binds, and the band.
+
+"KV / request" is what the runtime charges one request
+(:mod:`backpressure.engine.kv_pool`): vLLM's worst-case pages (sliding layers
+keep ``window - 1 + max_num_batched_tokens`` tokens, recurrent layers one state
+page), llama.cpp's padded cells. ``kv_capacity_tokens`` is the pool in the
+runtime's own words: for vLLM its "GPU KV cache size" line, a
+full-attention-equivalent token count.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.bands import error_band
-from backpressure.engine.ceilings import StepModel, bandwidth_concurrency, binding_ceiling
+from backpressure.engine.ceilings import (
+    StepModel,
+    bandwidth_concurrency,
+    binding_ceiling,
+    split_weight_bytes,
+)
 from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
 from backpressure.engine.kv import (
-    kv_bytes_per_request,
+    cache_bytes_per_request,
     kv_bytes_per_token,
     kv_bytes_per_token_heuristic,
+    state_bytes_per_request,
 )
+from backpressure.engine.kv_pool import VllmPool, llama_cpp_request_bytes, vllm_pool
 from backpressure.engine.memory import slots as slot_count
 from backpressure.engine.memory import usable_memory_bytes, weights_bytes
 from backpressure.engine.results import CapacityResult, Ceiling, KvBasis
 
 
-def overhead_bytes(runtime: Runtime, device: Device) -> int:
+def release(version: str) -> tuple[int, ...]:
+    """A release string as numbers: ``0.13.0rc2.dev112+g76`` -> ``(0, 13, 0)``."""
+    m = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", version)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else ()
+
+
+def since(runtime: Runtime, first: str) -> bool:
+    """Whether the profile's release has a behaviour that began in ``first``.
+
+    An unset ``first`` means the behaviour does not apply; an unset profile
+    version means the newest release.
+    """
+    if not first:
+        return False
+    return not runtime.version or release(runtime.version) >= release(first)
+
+
+def batched_tokens(runtime: Runtime, device: Device) -> int:
+    """The default step budget ``max_num_batched_tokens`` on this device [tokens]."""
+    large = runtime.large_gpu_memory_bytes and device.memory_bytes >= runtime.large_gpu_memory_bytes
+    return runtime.large_gpu_max_num_batched_tokens if large else runtime.max_num_batched_tokens
+
+
+def overhead_bytes(runtime: Runtime, device: Device, context: int = 0) -> int:
     """Memory the runtime keeps from the KV cache besides the weights [bytes].
 
     llama.cpp style: a fixed framework overhead per GPU. vLLM style: the share of
-    memory outside ``gpu_memory_utilization``, the activation peak of its profiling
-    batch (whose default size grows on large GPUs), non-torch memory, and
-    all-reduce buffers per GPU under tensor parallelism.
+    the memory the driver reports outside ``gpu_memory_utilization``, the
+    activation peak of the profiling batch (``max_num_batched_tokens`` tokens in
+    V1; V0 profiled a ``max_model_len``-sized batch), non-torch memory,
+    all-reduce buffers per GPU under tensor parallelism, and, from the release
+    that started counting it, the CUDA-graph pool.
     """
     if runtime.style == "fixed-overhead":
         return runtime.framework_overhead_bytes * device.count
     usable = usable_memory_bytes(device.memory_bytes, device.usable_memory_fraction) * device.count
-    unclaimed = usable - math.floor(usable * runtime.gpu_memory_utilization)
-    large = runtime.large_gpu_memory_bytes and device.memory_bytes >= runtime.large_gpu_memory_bytes
-    tokens = runtime.large_gpu_max_num_batched_tokens if large else runtime.max_num_batched_tokens
+    visible = math.floor(usable * runtime.visible_memory_fraction)
+    unclaimed = usable - math.floor(visible * runtime.gpu_memory_utilization)
+    tokens = batched_tokens(runtime, device)
+    if runtime.v1_since and not since(runtime, runtime.v1_since):
+        tokens = max(tokens, context)
     activation = math.ceil(tokens * runtime.activation_bytes_per_batched_token)
     tp_extra = runtime.tp_extra_bytes_per_gpu if device.count > 1 else 0
-    per_gpu = activation + runtime.non_torch_bytes + tp_extra
+    graphs = (
+        runtime.cudagraph_bytes_per_gpu if since(runtime, runtime.cudagraph_counted_since) else 0
+    )
+    per_gpu = activation + runtime.non_torch_bytes + tp_extra + graphs
     return unclaimed + per_gpu * device.count
 
 
@@ -73,6 +118,70 @@ def peak_flops(device: Device, runtime: Runtime, fmt: WeightFormat) -> float | N
     return float(flops * parallel(device, runtime)) if flops else None
 
 
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to if to else n
+
+
+def model_weights_bytes(
+    arch: ModelArch | None, fmt: WeightFormat, total: int, runtime: Runtime | None = None
+) -> int:
+    """Weights in memory [bytes]: SPEC §2's product, with the format's exceptions.
+
+    Formats that keep embeddings in 16 bits (AWQ, GPTQ, FP8) cost them apart;
+    MXFP4 quantizes only the routed experts (gpt-oss's ``modules_to_not_convert``:
+    attention, router, embeddings, head), the rest stays at 16 bits, and vLLM's
+    MXFP4 kernel pads every expert matrix to its alignment (gpt-oss: 2880 x 2880
+    to 3072 x 2944).
+    """
+    if arch is None:
+        return weights_bytes(total, fmt.bits_per_weight)
+    if fmt.experts_only and arch.experts is not None:
+        e = arch.experts
+        routed = e.moe_layers * e.num_experts * e.expert_params
+        stored = routed
+        if runtime is not None and runtime.mxfp4_hidden_align and arch.intermediate_size:
+            h, i = arch.hidden_size, arch.intermediate_size
+            hp = _round_up(h, runtime.mxfp4_hidden_align)
+            ip = _round_up(i, runtime.mxfp4_intermediate_align)
+            stored = math.ceil(routed * (hp * ip) / (h * i))
+        rest = fmt.embedding_bits or 16.0
+        return math.ceil((stored * fmt.bits_per_weight + (total - routed) * rest) / 8)
+    return weights_bytes(total, fmt.bits_per_weight, arch.embedding_params, fmt.embedding_bits)
+
+
+def step_overhead_s(
+    device: Device, runtime: Runtime, constants: Constants, arch: ModelArch | None
+) -> float:
+    """Fixed time of one decode step [s].
+
+    A cost per layer (kernel launches, synchronisation), a cost per MoE layer
+    (routing and the expert dispatch: fitted on MoE decode measurements), the
+    older per-routed-expert term (0 in the catalog since the MoE refit), and two
+    all-reduces per layer under tensor parallelism.
+    """
+    overhead = pass_overhead_s(device, constants, arch)
+    if device.count > 1 and runtime.multi_gpu == "tensor-parallel" and device.interconnect:
+        layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
+        overhead += 2 * layers * constants.allreduce_latency_s[device.interconnect]
+    return overhead
+
+
+def pass_overhead_s(device: Device, constants: Constants, arch: ModelArch | None) -> float:
+    """Fixed time of one forward pass on one device, all-reduces aside [s].
+
+    A cost per layer and, for MoE, per MoE layer and per routed expert
+    (:func:`step_overhead_s`).
+    """
+    platform = "cpu" if device.memory_kind == "system" else device.platform
+    layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
+    overhead = layers * constants.layer_overhead_s[platform]
+    if arch is not None and arch.experts is not None:
+        e = arch.experts
+        overhead += e.moe_layers * constants.moe_layer_overhead_s.get(platform, 0.0)
+        overhead += e.moe_layers * e.experts_per_token * constants.moe_expert_overhead_s
+    return overhead
+
+
 def _step_model(
     device: Device,
     runtime: Runtime,
@@ -82,33 +191,28 @@ def _step_model(
     active: int,
     weights: int,
     kv_per_token_avg: float,
+    state_per_stream: float,
 ) -> StepModel | None:
     if device.bandwidth_bytes_per_s is None:
         return None
     platform = "cpu" if device.memory_kind == "system" else device.platform
-    # Fixed cost per layer per step (kernel launches, synchronisation), more for an
-    # MoE layer (one small matrix product per routed expert), plus two all-reduces
-    # per layer under tensor parallelism.
-    layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
-    overhead = layers * constants.layer_overhead_s[platform]
-    if arch is not None and arch.experts is not None:
-        e = arch.experts
-        overhead += e.moe_layers * e.experts_per_token * constants.moe_expert_overhead_s
-    if device.count > 1 and runtime.multi_gpu == "tensor-parallel" and device.interconnect:
-        overhead += 2 * layers * constants.allreduce_latency_s[device.interconnect]
     flops = peak_flops(device, runtime, fmt)
     bandwidth = device.bandwidth_bytes_per_s * parallel(device, runtime)
+    experts = arch.experts if arch is not None else None
+    total = arch.total_params if arch is not None else active
+    expert_bpp = fmt.bits_per_weight / 8 if fmt.experts_only else None
+    dense, expert = split_weight_bytes(weights, total, active, experts, expert_bpp)
     return StepModel(
-        weights_bytes=weights,
-        total_params=arch.total_params if arch is not None else active,
-        active_params=active,
-        experts=arch.experts if arch is not None else None,
+        dense_bytes=dense,
+        expert_bytes=expert,
+        experts=experts,
         kv_bytes_per_token=kv_per_token_avg,
         bandwidth_bytes_per_s=constants.bandwidth_efficiency[platform] * bandwidth,
-        overhead_s=overhead,
+        overhead_s=step_overhead_s(device, runtime, constants, arch),
         compute_per_seq_s=2 * active / (constants.decode_compute_efficiency * flops)
         if flops
         else 0.0,
+        state_bytes_per_stream=state_per_stream,
     )
 
 
@@ -117,7 +221,9 @@ class _Memory:
     weights: int
     per_token: int
     per_request: int
+    state: int
     basis: KvBasis
+    pool: VllmPool | None = None
 
 
 def _memory(
@@ -130,18 +236,37 @@ def _memory(
     arch: ModelArch | None,
     total: int,
 ) -> _Memory:
+    weights = model_weights_bytes(arch, fmt, total, runtime)
     if arch is None:
         per_token = kv_bytes_per_token_heuristic(total, constants.kv_heuristic_mib_per_billion)
-        return _Memory(
-            weights_bytes(total, fmt.bits_per_weight), per_token, per_token * context, "heuristic"
-        )
+        return _Memory(weights, per_token, per_token * context, 0, "heuristic")
     repl = kv_replication(device, runtime, arch)
-    return _Memory(
-        weights_bytes(total, fmt.bits_per_weight, arch.embedding_params, fmt.embedding_bits),
-        kv_bytes_per_token(arch.attention, kv_bytes_per_element) * repl,
-        kv_bytes_per_request(arch.attention, kv_bytes_per_element, context) * repl,
-        "exact",
-    )
+    per_token = kv_bytes_per_token(arch.attention, kv_bytes_per_element) * repl
+    if runtime.style == "memory-utilization":
+        gpus = parallel(device, runtime)
+        pool = vllm_pool(
+            arch,
+            kv_bytes_per_element,
+            context,
+            batched_tokens(runtime, device),
+            gpus,
+            runtime.block_tokens,
+        )
+        state = state_bytes_per_request(arch, arch.dtype_bytes)
+        return _Memory(weights, per_token, pool.request_bytes() * gpus, state, "exact", pool)
+    per_request = llama_cpp_request_bytes(arch, kv_bytes_per_element, context, runtime.n_ubatch)
+    state = state_bytes_per_request(arch, 4)
+    return _Memory(weights, per_token, per_request * repl, state * repl, "exact")
+
+
+def _pool_counts(mem: _Memory, budget: int, context: int, gpus: int) -> tuple[int, int]:
+    """(slots, KV tokens as the runtime reports them) for this budget."""
+    if mem.pool is not None:
+        per_gpu = max(0, budget) // gpus
+        blocks = mem.pool.blocks(per_gpu)
+        return blocks // mem.pool.pages_per_request, mem.pool.reported_tokens(per_gpu)
+    tokens = max(0, math.floor(budget / (mem.per_request / context)))
+    return slot_count(budget, mem.per_request), tokens
 
 
 def estimate(
@@ -182,12 +307,17 @@ def estimate(
     active = arch.active_params if arch is not None else total
     mem = _memory(device, runtime, fmt, constants, context, kv_bytes_per_element, arch, total)
     usable = usable_memory_bytes(device.memory_bytes, device.usable_memory_fraction) * device.count
-    overhead = overhead_bytes(runtime, device)
+    overhead = overhead_bytes(runtime, device, context)
     budget = usable - mem.weights - overhead
-    n_slots = slot_count(budget, mem.per_request)
-    per_token_avg = mem.per_request / context
+    n_slots, capacity_tokens = _pool_counts(mem, budget, context, parallel(device, runtime))
+    # The step reads what a stream holds: its KV up to the windows, and its state.
+    held = cache_bytes_per_request(arch, kv_bytes_per_element, 0, context) if arch else 0
+    held = held * kv_replication(device, runtime, arch) if arch else mem.per_request
+    per_token_avg = held / context
     streamed = active - (arch.lookup_only_params if arch is not None else 0)
-    step = _step_model(device, runtime, fmt, constants, arch, streamed, mem.weights, per_token_avg)
+    step = _step_model(
+        device, runtime, fmt, constants, arch, streamed, mem.weights, per_token_avg, mem.state
+    )
     per_stream_kv = context / 2  # a stream is, on average, halfway through its context
     flops = peak_flops(device, runtime, fmt)
     if step is not None:
@@ -218,13 +348,15 @@ def estimate(
         kv_budget_bytes=budget,
         kv_bytes_per_token=mem.per_token,
         kv_bytes_per_request=mem.per_request,
-        kv_capacity_tokens=max(0, math.floor(budget / per_token_avg)),
+        kv_capacity_tokens=capacity_tokens,
         kv_basis=mem.basis,
         context_tokens=context,
         total_params=total,
         active_params=active,
         step_fixed_s=(
-            step.weight_bytes_at(max(1, effective)) / step.bandwidth_bytes_per_s + step.overhead_s
+            (step.weight_bytes_at(max(1, effective)) + step.state_bytes_per_stream)
+            / step.bandwidth_bytes_per_s
+            + step.overhead_s
             if step
             else None
         ),
@@ -239,4 +371,8 @@ def estimate(
         binding_ceiling=binding,
         error_band_pct=band.pct,
         error_band_reason=band.reason,
+        kv_state_bytes_per_request=mem.state,
+        kv_layout=arch.layout() if arch is not None else "",
+        runtime_version=runtime.version,
+        kv_block_tokens=mem.pool.block if mem.pool is not None else 0,
     )

@@ -17,32 +17,62 @@ from backpressure.engine.results import Ceiling
 class StepModel:
     """Time of one decode step as a function of batch size and cached tokens.
 
-    ``weight_bytes_at(b)`` bytes are read for the weights of a batch of b streams
-    (more than the active set for MoE, whose streams route to different experts).
+    A step reads ``dense_bytes`` whatever its batch (attention, dense MLPs,
+    shared experts, norms, the output head) and, in each MoE layer, every routed
+    expert one of its tokens picked: ``distinct_experts(b)`` experts of
+    ``expert_bytes`` each for a batch of b streams. Every stream adds its cached
+    tokens' KV and, for linear-attention and Mamba layers, its recurrent state.
     """
 
-    weights_bytes: int
-    total_params: int
-    active_params: int
+    dense_bytes: float
+    expert_bytes: float
     experts: Experts | None
     kv_bytes_per_token: float
     bandwidth_bytes_per_s: float
     overhead_s: float
     compute_per_seq_s: float
+    state_bytes_per_stream: float = 0.0
 
     def weight_bytes_at(self, batch: int) -> float:
         """Weight bytes one step reads for ``batch`` streams [bytes]."""
-        per_param = self.weights_bytes / self.total_params
-        return read_params(self.active_params, self.experts, batch) * per_param
+        if self.experts is None:
+            return self.dense_bytes
+        reads = self.experts.moe_layers * distinct_experts(self.experts, max(1, batch))
+        return self.dense_bytes + reads * self.expert_bytes
 
     def memory_time_s(self, batch: int, kv_tokens: float) -> float:
         """Bandwidth-bound step time [s]."""
         moved = self.weight_bytes_at(batch) + kv_tokens * self.kv_bytes_per_token
+        moved += batch * self.state_bytes_per_stream
         return moved / self.bandwidth_bytes_per_s + self.overhead_s
 
     def step_time_s(self, batch: int, kv_tokens: float) -> float:
         """Step time: the slower of the memory and compute bounds [s]."""
         return max(self.memory_time_s(batch, kv_tokens), batch * self.compute_per_seq_s)
+
+
+def split_weight_bytes(
+    weights_bytes: int,
+    total_params: int,
+    streamed_params: int,
+    experts: Experts | None,
+    expert_bytes_per_param: float | None = None,
+) -> tuple[float, float]:
+    """(dense bytes per step, bytes of one routed expert in one layer).
+
+    ``streamed_params`` is what one token reads (active parameters less the
+    embedding rows it only looks up). The routed experts cost
+    ``expert_bytes_per_param`` each (their own format, e.g. MXFP4) or, when
+    None, the checkpoint's average; the dense part is the rest.
+    """
+    per_param = weights_bytes / total_params
+    if experts is None:
+        return streamed_params * per_param, 0.0
+    routed = experts.moe_layers * experts.num_experts * experts.expert_params
+    e_bpp = per_param if expert_bytes_per_param is None else expert_bytes_per_param
+    dense_bpp = (weights_bytes - routed * e_bpp) / max(1, total_params - routed)
+    active_routed = experts.moe_layers * experts.experts_per_token * experts.expert_params
+    return (streamed_params - active_routed) * dense_bpp, experts.expert_params * e_bpp
 
 
 def distinct_experts(experts: Experts, batch: int) -> float:

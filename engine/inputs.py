@@ -48,12 +48,28 @@ class Runtime:
     # max_num_seqs sequences and max_num_batched_tokens tokens a step; llama.cpp
     # runs n_batch tokens a step in passes of n_ubatch.
     scheduler: Literal["vllm", "llama.cpp"] = "llama.cpp"
-    block_tokens: int = 16
     max_num_seqs: int = 0
     large_gpu_max_num_seqs: int = 0
     small_defaults_name: str = ""
     n_batch: int = 2048
+    # The release this profile describes, and the releases where vLLM's memory
+    # budget changed: V1 profiles a max_num_batched_tokens batch (V0 a
+    # max_model_len one); the CUDA-graph pool is subtracted from the KV budget
+    # from ``cudagraph_counted_since`` on. Empty: not applicable.
+    version: str = ""
+    v1_since: str = ""
+    cudagraph_counted_since: str = ""
+    cudagraph_bytes_per_gpu: int = 0
+    # Share of the nominal memory the driver reports as the device's total.
+    visible_memory_fraction: float = 1.0
+    # KV layout: vLLM's block size, llama.cpp's physical batch (the SWA cache
+    # keeps window + n_ubatch cells, and prompts run n_ubatch tokens a pass).
+    block_tokens: int = 16
     n_ubatch: int = 512
+    # vLLM's MXFP4 MoE kernel (Marlin) pads each expert to these multiples of the
+    # hidden and intermediate sizes; 0: no padding.
+    mxfp4_hidden_align: int = 0
+    mxfp4_intermediate_align: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +80,9 @@ class WeightFormat:
     bits_per_weight: float
     embedding_bits: float | None = None
     fp8_compute: bool = False
+    # MXFP4 checkpoints quantize only the routed experts; every other weight
+    # stays at ``embedding_bits`` (16 when unset).
+    experts_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,3 +103,5 @@ class Constants:
     seq_overhead_s: dict[str, float] = field(default_factory=dict)
     request_overhead_s: dict[str, float] = field(default_factory=dict)
     request_latency_s: dict[str, float] = field(default_factory=dict)
+    # Fixed cost of one MoE layer's routing and expert dispatch per decode step [s].
+    moe_layer_overhead_s: dict[str, float] = field(default_factory=dict)

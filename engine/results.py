@@ -14,6 +14,13 @@ class CapacityResult:
     """Everything the capacity engine says about one device x model x quant x context.
 
     Bytes are bytes, times are seconds, rates are per second.
+
+    ``kv_bytes_per_token`` is the per-token cost of the layers that cache keys
+    and values, before windows (a hybrid model's recurrent layers add nothing
+    per token); ``kv_bytes_per_request`` what the runtime charges one request
+    at ``context_tokens`` (windows, pages, padding and recurrent state
+    included); ``kv_capacity_tokens`` the pool in the runtime's own count (vLLM:
+    its "GPU KV cache size" line, a full-attention-equivalent figure).
     """
 
     fits: bool
@@ -43,3 +50,10 @@ class CapacityResult:
     binding_ceiling: Ceiling | None
     error_band_pct: int
     error_band_reason: str
+    # Recurrent state (linear attention, Mamba) inside kv_bytes_per_request [bytes];
+    # the model's layer kinds in words; the runtime release the budget follows.
+    kv_state_bytes_per_request: int = 0
+    kv_layout: str = ""
+    runtime_version: str = ""
+    # vLLM: tokens per page of its pool (the block size, grown for hybrids); 0: not paged.
+    kv_block_tokens: int = 0

@@ -56,6 +56,7 @@ def constants(cat: Catalog) -> Constants:
         bandwidth_efficiency=group("bandwidth_efficiency_"),
         layer_overhead_s=group("layer_overhead_s_"),
         moe_expert_overhead_s=c["moe_expert_overhead_s"],
+        moe_layer_overhead_s=group("moe_layer_overhead_s_"),
         allreduce_latency_s=group("allreduce_latency_s_"),
         prefill_compute_efficiency=c["prefill_compute_efficiency"],
         decode_compute_efficiency=c["decode_compute_efficiency"],
@@ -129,6 +130,13 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         small_defaults_name=entry.small_defaults_name or "",
         n_batch=entry.n_batch or 2048,
         n_ubatch=entry.n_ubatch or 512,
+        version=entry.version or "",
+        v1_since=entry.v1_since or "",
+        cudagraph_counted_since=entry.cudagraph_counted_since or "",
+        cudagraph_bytes_per_gpu=entry.cudagraph_bytes_per_gpu or 0,
+        visible_memory_fraction=entry.visible_memory_fraction or 1.0,
+        mxfp4_hidden_align=entry.mxfp4_hidden_align or 0,
+        mxfp4_intermediate_align=entry.mxfp4_intermediate_align or 0,
     )
 
 
@@ -146,6 +154,7 @@ def weight_format(quant: Quant, compute: Compute | None = None) -> WeightFormat:
         bits_per_weight=quant.bits_per_weight,
         embedding_bits=quant.embedding_bits_per_weight,
         fp8_compute=low,
+        experts_only=quant.format == "mxfp4",
     )
 
 
@@ -177,6 +186,10 @@ def model_arch(cat: Catalog, model: str) -> tuple[str, ModelArch]:
     """Find a model by catalog id or Hugging Face repo id."""
     by_repo = {m.hf_repo.lower(): mid for mid, m in cat.models.items()}
     mid = by_repo.get(model.lower(), model)
+    if mid not in cat.models and "/" in model:
+        err = LookupError_("model", model, [m.hf_repo for m in cat.models.values()])
+        err.message += "; for a model outside the catalog pass its config.json with --model-config"
+        raise err
     lookup(cat.models, "model", mid)
     return mid, cat.archs[mid]
 

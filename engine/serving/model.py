@@ -61,7 +61,7 @@ class StepCost:
     A step that runs ``b`` decode tokens whose sequences hold ``K`` KV tokens and
     prompt chunks of ``p`` tokens in ``n`` passes takes::
 
-        memory  = (n W(t / n) + K kv_read + prefix kv_read) / bandwidth
+        memory  = (n W(t / n) + K kv_read + prefix kv_read + b state) / bandwidth
         compute = (flops_per_token t + attn_flops_per_pair (K + pairs)) / flops
         device  = max(memory, compute) + n pass_overhead + all-reduce
         step    = max(device, step_overhead + s seq_overhead)
@@ -115,6 +115,9 @@ class StepCost:
         Time a request spends on its way in and its first token on its way out
         that overlaps other requests' (network, HTTP, streaming): it adds to
         every TTFT but caps nothing [s].
+    state_read_bytes_per_seq : float
+        Recurrent state (linear attention, Mamba layers) each decoding sequence
+        reads and writes back once a step [bytes]; 0 for attention-only models.
     """
 
     weight_bytes: float
@@ -135,6 +138,7 @@ class StepCost:
     seq_overhead_s: float = 0.0
     request_overhead_s: float = 0.0
     request_latency_s: float = 0.0
+    state_read_bytes_per_seq: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.capacity import parallel, peak_flops
+from backpressure.engine.capacity import parallel, pass_overhead_s, peak_flops
+from backpressure.engine.ceilings import split_weight_bytes
 from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCost
@@ -57,11 +58,13 @@ def scheduler(
         seqs, tokens = batch_defaults(runtime, device)
         tokens = max_num_batched_tokens or tokens
         seqs = min(max_num_seqs or seqs, tokens)
-        per_token = max(cap.kv_bytes_per_token, 1)
-        blocks = max(cap.kv_budget_bytes, 0) // (per_token * runtime.block_tokens)
-        return Scheduler(
-            Policy.VLLM, int(blocks), runtime.block_tokens, seqs, tokens, tokens, cap.context_tokens
-        )
+        # vLLM's own pool count (its "GPU KV cache size" line) in its own pages. For
+        # sliding-window and hybrid models that count is full-attention-equivalent:
+        # it charges every layer group by length, so it understates what their
+        # pool really holds and their concurrency here errs low.
+        block = cap.kv_block_tokens or runtime.block_tokens
+        blocks = max(cap.kv_capacity_tokens, 0) // block
+        return Scheduler(Policy.VLLM, int(blocks), block, seqs, tokens, tokens, cap.context_tokens)
     slots = max(max_num_seqs or cap.slots, 0) if max_num_seqs is None else max_num_seqs
     batch = max_num_batched_tokens or runtime.n_batch
     return Scheduler(
@@ -83,16 +86,16 @@ def step_cost(
         return None
     platform = "cpu" if device.memory_kind == "system" else device.platform
     gpus = parallel(device, runtime)
-    per_param = cap.weights_bytes / cap.total_params
     lookup = arch.lookup_only_params if arch is not None else 0
     streamed = cap.active_params - lookup
     layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
     experts = arch.experts if arch is not None else None
-    expert_bytes = 0.0
-    dense = float(streamed)
-    if experts is not None:
-        dense -= experts.moe_layers * experts.experts_per_token * experts.expert_params
-        expert_bytes = experts.moe_layers * experts.expert_params * per_param
+    # MXFP4 quantizes only the routed experts: they cost their own bits, the rest 16
+    expert_bpp = fmt.bits_per_weight / 8 if fmt.experts_only else None
+    dense_bytes, one_expert = split_weight_bytes(
+        cap.weights_bytes, cap.total_params, streamed, experts, expert_bpp
+    )
+    expert_bytes = experts.moe_layers * one_expert if experts is not None else 0.0
     full_bytes = float(cap.kv_bytes_per_token)
     window_bytes, window = 0.0, 0
     heads, head_dim = 32, 128  # the 7-8B shape, for a model known only by size
@@ -105,9 +108,7 @@ def step_cost(
         full_bytes = per_layer * (attention_layers - len(windowed))
         window_bytes = per_layer * len(windowed)
         window = max(windowed, default=0)
-    overhead = layers * constants.layer_overhead_s[platform]
-    if experts is not None:
-        overhead += experts.moe_layers * experts.experts_per_token * constants.moe_expert_overhead_s
+    overhead = pass_overhead_s(device, constants, arch)
     allreduce, per_token = 0.0, 0.0
     if gpus > 1 and device.interconnect:
         allreduce = 2 * layers * constants.allreduce_latency_s[device.interconnect]
@@ -123,11 +124,12 @@ def step_cost(
                 / device.interconnect_bandwidth_bytes_per_s
             )
     return StepCost(
-        weight_bytes=dense * per_param,
+        weight_bytes=dense_bytes,
         expert_bytes=expert_bytes,
         num_experts=experts.num_experts if experts is not None else 0,
         experts_per_token=experts.experts_per_token if experts is not None else 0,
         kv_read_bytes_per_token=full_bytes,
+        state_read_bytes_per_seq=float(cap.kv_state_bytes_per_request),
         window_read_bytes_per_token=window_bytes,
         window=window,
         bandwidth_bytes_per_s=constants.bandwidth_efficiency[platform]

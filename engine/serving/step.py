@@ -26,8 +26,8 @@ Array = npt.NDArray[np.float64]
 # Positions of the packed cost vector the compiled loop reads.
 W_DENSE, W_EXPERT, KV_FULL, KV_WINDOW, WINDOW, BANDWIDTH = 0, 1, 2, 3, 4, 5
 FLOPS_TOKEN, FLOPS_PAIR, FLOPS, PASS_S, STEP_S, AR_S, AR_TOKEN_S = 6, 7, 8, 9, 10, 11, 12
-SEQ_S, REQUEST_S, LATENCY_S = 13, 14, 15
-COST_FIELDS = 16
+SEQ_S, REQUEST_S, LATENCY_S, STATE = 13, 14, 15, 16
+COST_FIELDS = 17
 MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
 
 
@@ -51,6 +51,7 @@ def pack(cost: StepCost) -> Array:
     out[SEQ_S] = cost.seq_overhead_s
     out[REQUEST_S] = cost.request_overhead_s
     out[LATENCY_S] = cost.request_latency_s
+    out[STATE] = cost.state_read_bytes_per_seq
     out.flags.writeable = False
     return out
 
@@ -156,7 +157,7 @@ def step_parts(
     window = cost[WINDOW]
     windowed = kv_tokens if window <= 0.0 else min(kv_tokens, decode * window)
     kv = (kv_tokens + prefix_tokens) * cost[KV_FULL] + (windowed + prefix_tokens) * cost[KV_WINDOW]
-    memory = (weights + kv) / cost[BANDWIDTH]
+    memory = (weights + kv + decode * cost[STATE]) / cost[BANDWIDTH]
     compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kv_tokens + pairs)) / cost[FLOPS]
     device = max(memory, compute) + passes * cost[PASS_S] + cost[AR_S] + tokens * cost[AR_TOKEN_S]
     # The host prepares the next step while the device runs this one: the slower binds.

@@ -32,7 +32,8 @@ def test_mixtral_memory_follows_total_and_speed_follows_active(cat):
     active_bytes = (arch.active_params - arch.lookup_only_params) * 4.89 / 8
     c = resolve.constants(cat)
     bandwidth = c.bandwidth_efficiency["nvidia"] * cat.gpus["h100-sxm"].bandwidth_bytes_per_s
-    overhead = 32 * c.layer_overhead_s["nvidia"] + 32 * 2 * c.moe_expert_overhead_s
+    overhead = 32 * c.layer_overhead_s["nvidia"] + 32 * c.moe_layer_overhead_s.get("nvidia", 0)
+    overhead += 32 * 2 * c.moe_expert_overhead_s
     expected_step = active_bytes / bandwidth + overhead
     kv = 2048 * r.kv_bytes_per_token / bandwidth
     assert 1 / r.decode_tokens_per_s == pytest.approx(expected_step + kv, rel=0.01)
@@ -42,9 +43,8 @@ def test_mixtral_memory_follows_total_and_speed_follows_active(cat):
 
 def step(overhead: float = 0.001, compute: float = 0.0) -> StepModel:
     return StepModel(
-        weights_bytes=4_000_000_000,
-        total_params=8_000_000_000,
-        active_params=8_000_000_000,
+        dense_bytes=4_000_000_000,
+        expert_bytes=0.0,
         experts=None,
         kv_bytes_per_token=131072,
         bandwidth_bytes_per_s=1e12,
