@@ -485,15 +485,8 @@ class Settings(BaseModel):
         default=1500,
         ge=100,
         le=1_000_000,
-        description="Arrivals an open-loop run measures (after its warm-up), unless the soak "
-        "window holds fewer [-].",
-    )
-    min_measured_requests: int = Field(
-        default=200,
-        ge=10,
-        le=1_000_000,
-        description="The fewest arrivals a run measures: a slow server's run lasts as long as "
-        "these take [-].",
+        description="Arrivals an open-loop run measures (after its warm-up), however long "
+        "they take [-].",
     )
     min_measure_seconds: float = Field(
         default=10,

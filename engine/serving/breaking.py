@@ -44,17 +44,14 @@ class Search:
 
     A run at rate ``r`` measures ``measure_requests`` arrivals (at least
     ``min_measure_s`` seconds of them) after a warm-up of a quarter of that
-    (between ``min_warmup_s`` and ``warmup_s``), but never longer than the soak
-    window, unless that holds fewer than ``min_measured`` requests: a slow
-    server is then measured for as long as ``min_measured`` arrivals take.
+    (between ``min_warmup_s`` and ``warmup_s``). At a low rate that is longer
+    than the soak window, at a high one shorter: a percentile of fewer
+    requests would move with the seed more than the rules' margins do.
 
     Attributes
     ----------
-    soak_s : float
-        The soak window: the longest measured part of a run at a rate that
-        gives ``measure_requests`` in less [s].
-    measure_requests, min_measured : int
-        Measured arrivals a run aims for, and the fewest it may hold [-].
+    measure_requests : int
+        Measured arrivals of a run [-].
     min_measure_s, warmup_s, min_warmup_s : float
         Bounds on the measured part and on the warm-up [s].
     lowest_fraction : float
@@ -68,9 +65,7 @@ class Search:
         The concurrency table stops at this many users [-].
     """
 
-    soak_s: float = 120.0
     measure_requests: int = 1500
-    min_measured: int = 200
     min_measure_s: float = 10.0
     warmup_s: float = 30.0
     min_warmup_s: float = 5.0
@@ -81,8 +76,7 @@ class Search:
 
     def window(self, rate: float) -> tuple[float, float]:
         """``(start, end)`` of the measured arrivals of a run at ``rate`` [s]."""
-        measure = min(self.soak_s, max(self.min_measure_s, self.measure_requests / rate))
-        measure = max(measure, self.min_measured / rate)
+        measure = max(self.min_measure_s, self.measure_requests / rate)
         warmup = min(self.warmup_s, max(self.min_warmup_s, measure / 4))
         return warmup, warmup + measure
 

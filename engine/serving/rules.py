@@ -20,11 +20,10 @@ infinite latency, so a percentile never improves because requests vanished
     the server completes at its fullest (its closed-loop saturation rate).
     Above that rate the queue grows without bound; a run can end before it
     shows (near saturation, vLLM's preemptions set in by chance, minutes into
-    a run), a soak does not. The window spans the soak window, or, at a rate
-    so high that a shorter one holds enough requests
-    (:class:`backpressure.engine.serving.breaking.Search`), that shorter one:
-    in a steady run the mean occupancy over either is the same, and the
-    shorter costs a fraction of the simulation.
+    a run), a soak does not. The measured window holds a fixed count of
+    arrivals (:class:`backpressure.engine.serving.breaking.Search`): at a low
+    rate longer than the soak window, at a high one shorter; in a steady run
+    the mean occupancy over either is the same.
 
 A percentile ``p`` of ``n`` values exceeds a threshold exactly when more than
 ``floor((1 - p) n)`` of them do, so the rules are counts, not sorts.

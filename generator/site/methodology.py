@@ -39,7 +39,6 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
         "floor": f"{s.min_usable_tokens_per_s:g}",
         "floor_reason": s.min_usable_reason,
         "measure": s.measure_requests,
-        "min_measured": s.min_measured_requests,
         "min_measure": sec(s.min_measure_seconds),
         "warmup": sec(s.warmup_seconds),
         "min_warmup": sec(min(5.0, s.warmup_seconds)),

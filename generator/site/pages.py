@@ -191,7 +191,7 @@ def breaking_points(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
          "the 99th percentile of end-to-end latency crosses the SLO"),
         ("soak_break_rps", "The soak fails",
          f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
-         f"over the measured window (up to {seconds(lim.soak_s)}), or more offered than "
+         f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), or more offered than "
          "the saturation rate: the queue would grow without bound"),
     )
     out = []

@@ -54,7 +54,6 @@ class LoadSettings:
     soak_utilization: float
     soak_s: float
     measure_requests: int
-    min_measured: int
     min_measure_s: float
     warmup_s: float
     lowest_fraction: float
@@ -82,7 +81,6 @@ class LoadSettings:
             s.soak_utilization,
             s.soak_seconds,
             s.measure_requests,
-            s.min_measured_requests,
             s.min_measure_seconds,
             s.warmup_seconds,
             s.load_min_fraction,
@@ -109,9 +107,7 @@ class LoadSettings:
     def search(self) -> Search:
         """How the breaking rate is searched for, and how long a run lasts."""
         return Search(
-            self.soak_s,
             self.measure_requests,
-            self.min_measured,
             self.min_measure_s,
             self.warmup_s,
             min(5.0, self.warmup_s),
