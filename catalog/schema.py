@@ -488,6 +488,20 @@ class Settings(BaseModel):
         description="Arrivals an open-loop run measures (after its warm-up), however long "
         "they take [-].",
     )
+    probe_requests: int = Field(
+        default=300,
+        ge=50,
+        le=1_000_000,
+        description="Arrivals of a probe run, which brackets the break before full runs "
+        "decide it [-].",
+    )
+    probe_bracket: float = Field(
+        default=1.3,
+        gt=1.0,
+        le=10.0,
+        description="Probes narrow the break to within this factor; full runs take it from "
+        "there [-].",
+    )
     min_measure_seconds: float = Field(
         default=10,
         gt=0,

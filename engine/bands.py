@@ -7,6 +7,7 @@ departs from it, and cap at ±50 % (a model that barely fits, or CPU inference).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 BASE_PCT = 20
@@ -135,3 +136,31 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
 
 
 MAX_SERVING_PCT = 90
+
+
+def seed_widened(band: Band, seed_pct: float | None, rule: str) -> Band:
+    """A serving band widened for the arrival noise of a breaking rate found by ``rule``.
+
+    A breaking rate comes from finite runs of seeded arrivals, so besides the
+    model's error it moves by up to ``seed_pct`` (the 90th percentile over
+    seeds, per rule that broke) when only the seed changes. The two are
+    independent, so they add in quadrature, rounded up to 5 points and capped
+    at :data:`MAX_SERVING_PCT`.
+
+    Examples
+    --------
+    >>> seed_widened(Band(35, "data"), 11.9, "TTFT").pct
+    40
+    >>> seed_widened(Band(35, "data"), 0.0, "soak").pct
+    35
+    """
+    if not seed_pct:
+        return band
+    pct = min(MAX_SERVING_PCT, 5 * math.ceil(math.hypot(band.pct, seed_pct) / 5))
+    if pct <= band.pct:
+        return band
+    return Band(
+        pct,
+        f"{band.reason}; a {rule} break moves by up to ±{seed_pct:.0f} % between arrival "
+        f"seeds, so ±{pct} % in all",
+    )

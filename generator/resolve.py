@@ -12,7 +12,7 @@ from backpressure.catalog.schema import Gpu, KvDtype, Quant
 from backpressure.catalog.schema import Runtime as RuntimeEntry
 from backpressure.catalog.support import Compute, compute_precision, refusal, serves
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.bands import Band, serving_band_rule
+from backpressure.engine.bands import Band, seed_widened, serving_band_rule
 from backpressure.engine.capacity import estimate
 from backpressure.engine.inputs import Constants, Device, Platform, Runtime, WeightFormat
 from backpressure.engine.results import CapacityResult
@@ -327,6 +327,19 @@ def check_combo(
         why = refusal(cat.support, quant, q.format, generation, runtime_id)
         if why is not None:
             raise ComboError(why)
+
+
+def breaking_band(cat: Catalog, band: Band, rule: str) -> Band:
+    """The serving band widened for the arrival noise of a break by ``rule``.
+
+    ``serving_seed_pct_<rule>`` in calibration.yaml is how far such a breaking
+    rate moves between arrival seeds (benchmarks/seed_spread.py).
+    """
+    cal = cat.calibration.get(f"serving_seed_pct_{rule}")
+    label = {"ttft": "TTFT", "p99": "p99", "error_budget": "shedding", "soak": "soak"}.get(
+        rule, rule
+    )
+    return seed_widened(band, cal.value if cal is not None else None, label)
 
 
 def serving_band(cat: Catalog, runtime_id: str, is_moe: bool, cap: CapacityResult) -> Band:

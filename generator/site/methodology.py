@@ -39,6 +39,10 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
         "floor": f"{s.min_usable_tokens_per_s:g}",
         "floor_reason": s.min_usable_reason,
         "measure": s.measure_requests,
+        "probe": s.probe_requests,
+        "probe_bracket": f"{s.probe_bracket:g}",
+        "seed_ttft": _pct(cat, "serving_seed_pct_ttft"),
+        "seed_p99": _pct(cat, "serving_seed_pct_p99"),
         "min_measure": sec(s.min_measure_seconds),
         "warmup": sec(s.warmup_seconds),
         "min_warmup": sec(min(5.0, s.warmup_seconds)),
@@ -110,3 +114,9 @@ def methodology_context(cat: Catalog) -> dict[str, Any]:
         "snug": bands.SNUG_SLOTS,
         "settings": settings_rows(cat),
     }
+
+
+def _pct(cat: Catalog, key: str) -> str:
+    """A calibration percentage as the page prints it, or "not measured"."""
+    cal = cat.calibration.get(key)
+    return "not measured" if cal is None else f"{cal.value:.0f} %"

@@ -147,6 +147,7 @@ class Limits:
     output_tokens: int
     min_usable_tokens_per_s: float
     min_stream_tokens_per_s: float
+    probe_requests: int = 300
 
     @classmethod
     def of(cls, cat: Catalog) -> Limits:
@@ -156,7 +157,7 @@ class Limits:
         slo = s.p99_slo_ms or s.ttft_budget_ms + 1000.0 * s.output_tokens / floor
         return cls(float(s.ttft_budget_ms), float(slo), s.availability, s.soak_utilization,
                    float(s.soak_seconds), s.prompt_tokens, s.output_tokens,
-                   s.min_usable_tokens_per_s, floor)
+                   s.min_usable_tokens_per_s, floor, s.probe_requests)
 
 
 RULE_KEYS = {
