@@ -49,7 +49,8 @@ def _ceilings(r: CapacityResult, floor: float) -> list[str]:
     else:
         lines.append(
             f"  bandwidth    {r.bandwidth_concurrency:,} concurrent streams at >= "
-            f"{floor:g} tok/s each (one stream alone: {r.decode_tokens_per_s:,.1f} tok/s)"
+            f"{floor:g} tok/s each (one stream alone at full context: "
+            f"{r.decode_tokens_per_s:,.1f} tok/s)"
         )
     if r.prefill_tokens_per_s:
         lines.append(f"  prefill      {r.prefill_tokens_per_s:,.0f} prompt tokens/s")
