@@ -106,7 +106,9 @@ def device_for(cat: Catalog, device_id: str) -> Device:
         return device_from_gpu(
             cat.gpus[rig.gpu], rig.count, rig.interconnect, rig.interconnect_bandwidth_bytes_per_s
         )
-    return device_from_gpu(lookup({**cat.gpus, **cat.rigs}, "GPU", device_id))
+    if device_id not in cat.gpus:
+        lookup({**cat.gpus, **cat.rigs}, "GPU", device_id)  # unknown id: raise with the nearest
+    return device_from_gpu(cat.gpus[device_id])
 
 
 def runtime_profile(entry: RuntimeEntry) -> Runtime:
