@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import click
-from backpressure.generator.cli.options import BadInput, catalog_option, load
+from backpressure.generator.cli.options import CONTEXT, BadInput, catalog_option, load
 from backpressure.generator.estimate import (
     AdHocDevice,
     EstimateArgs,
@@ -54,9 +54,9 @@ def _dump(obj: object) -> str:
 @click.option("--quant", required=True, help="Weight quant id, e.g. q4_k_m, fp8, bf16.")
 @click.option(
     "--context",
-    type=click.IntRange(min=1),
+    type=CONTEXT,
     required=True,
-    help="Context tokens each request reserves.",
+    help="Context tokens each request reserves: 8192, or 8k, 128k, 1M (k = 1,024 tokens).",
 )
 @click.option(
     "--gpus",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
@@ -43,4 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except CatalogError as exc:
+        # Bad input a command did not turn into its own message: still one line each.
+        for problem in exc.problems:
+            click.echo(f"backpressure: error: {problem}", err=True)
+        return 2
     return code if isinstance(code, int) else 0
