@@ -49,7 +49,7 @@ _CONTEXT = re.compile(r"(\d+)([kKmM]?)")
 _SUFFIX = {"": 1, "k": 1024, "m": 1024 * 1024}
 
 
-class ContextTokens(click.ParamType):
+class ContextTokens(click.ParamType[int]):
     """A context length in tokens, as a number or as the site writes it: ``8k``, ``128k``, ``1M``.
 
     ``k`` is 1,024 tokens and ``M`` 1,048,576, as model configs count contexts
