@@ -64,9 +64,10 @@ class Estimate:
     runtime: str
     kv_dtype: str
     result: CapacityResult
-    serving: dict[str, Any] | None = None
-    min_stream_tokens_per_s: float = 10.0
-    kv_heuristic: float = 0.017
+    serving: dict[str, Any] | None
+    # the calibration it was costed with, as the report prints it
+    min_stream_tokens_per_s: float
+    kv_heuristic: float
 
 
 def _usable_fraction_default(cat: Catalog, kind: str) -> float | None:
