@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint typecheck test goldens site sweep bench bench-site browser-deps all clean
+.PHONY: install lint typecheck test goldens site serve sweep bench bench-site browser-deps all clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -29,8 +29,15 @@ typecheck: install
 sweep: install
 	$(BIN)/backpressure sweep --out build/sweep
 
+# The sweep takes one process per core (backpressure build --jobs N to change it).
 site: install
-	$(BIN)/backpressure build --out site --jobs 2
+	$(BIN)/backpressure build --out site
+
+# Look at the built site: http://127.0.0.1:$(PORT)/ (loopback only).
+PORT ?= 8000
+serve:
+	@test -f site/index.html || { echo "no site/ yet: run make site first" >&2; exit 2; }
+	$(BIN)/python -m http.server --bind 127.0.0.1 --directory site $(PORT)
 
 bench-site: install
 	$(BIN)/python benchmarks/bench_site.py
