@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint typecheck test goldens site serve sweep bench bench-site browser-deps all clean
+.PHONY: install lint typecheck test goldens site serve cli-docs sweep bench bench-site browser-deps all clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -52,6 +52,10 @@ test: install
 goldens: install
 	@echo "Regenerating goldens: the commit must say why the old numbers were wrong."
 	$(BIN)/backpressure goldens --update
+
+# docs/cli.md's flag lists, regenerated from each command's --help.
+cli-docs: install
+	$(BIN)/python -m backpressure.generator.cli.reference
 
 bench: install
 	$(BIN)/python benchmarks/calibrate.py

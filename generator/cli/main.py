@@ -11,7 +11,8 @@ from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Every default shows in --help, and so in docs/cli.md, which is generated from it.
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.version_option(package_name="backpressure")
 def cli() -> None:
     """Honest LLM-serving capacity: slots, ceilings and breaking points."""
