@@ -6,20 +6,28 @@ import time
 from pathlib import Path
 
 import click
-from backpressure.generator.cli.options import catalog_option
+from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option
 
 
-def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> Path:
+def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int | None) -> Path:
     """The directory holding results.csv and curves.jsonl, running the sweep if needed."""
     if results is not None:
         return results
-    from backpressure.generator.sweep.run import (
-        run_sweep,  # lazy: the sweep pulls in the simulation
-    )
+    # lazy: the sweep pulls in the simulation
+    from backpressure.generator.cli.progress import make_progress
+    from backpressure.generator.sweep.run import default_jobs, run_sweep
 
     sweep_dir = out.with_name(out.name + ".sweep")
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    run_sweep(catalog, sweep_dir, jobs)
+    progress, close = make_progress()
+    try:
+        stats = run_sweep(catalog, sweep_dir, jobs or default_jobs(), progress)
+    finally:
+        close()
+    click.echo(
+        f"sweep: {stats.total:,} configs ({stats.fitting:,} fit), {stats.computed:,} computed, "
+        f"{stats.reused:,} reused -> {sweep_dir}",
+        err=True,
+    )
     return sweep_dir
 
 
@@ -38,9 +46,7 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
     default=None,
     help="Reuse this sweep output (results.csv, curves.jsonl) instead of sweeping.",
 )
-@click.option(
-    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sweep processes."
-)
+@jobs_option
 @click.option(
     "--config-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -56,7 +62,7 @@ def build_command(
     catalog_dir: Path | None,
     out: Path,
     results: Path | None,
-    jobs: int,
+    jobs: int | None,
     config_file: Path | None,
     full: bool,
 ) -> None:
@@ -70,11 +76,15 @@ def build_command(
     from backpressure.generator.site.publish.assemble import SiteError
 
     start = time.perf_counter()
-    results_dir = _sweep(catalog_dir, results, out, jobs)
-    swept = time.perf_counter() - start
     try:
+        results_dir = _sweep(catalog_dir, results, out, jobs)
+        swept = time.perf_counter() - start
         report = build_site(results_dir, out, catalog_dir, config_file or MKDOCS_YML, full=full)
-    except (SiteError, CatalogError, FileNotFoundError) as exc:
+    except CatalogError as exc:
+        raise BadInput("\n".join(str(p) for p in exc.problems)) from exc
+    except FileNotFoundError as exc:
+        raise BadInput(f"{exc} (the previous site, if any, is unchanged)") from exc
+    except SiteError as exc:
         raise click.ClickException(f"{exc} (the previous site, if any, is unchanged)") from exc
     avg = report.html_bytes / max(report.pages, 1) / 1024
     click.echo(

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option, load
-from backpressure.generator.cli.sweep import make_progress
+from backpressure.generator.cli.progress import make_progress
 from backpressure.generator.paths import ROOT
 from backpressure.generator.sweep.run import default_jobs
 
@@ -67,13 +67,15 @@ def diff_command(old: str, new: str, tolerance: float, work: Path, jobs: int | N
     """
     from backpressure.generator.ci.diff import DiffError, markdown, run_diff
 
-    progress, _ = make_progress()
+    progress, close = make_progress()
     try:
         moves = run_diff(old, new, work, ROOT, jobs or default_jobs(), tolerance, progress)
     except DiffError as exc:
         raise BadInput(str(exc)) from exc
     except CatalogError as exc:
         raise BadInput("\n".join(str(p) for p in exc.problems)) from exc
+    finally:
+        close()
     click.echo(markdown(moves, tolerance), nl=False)
     if moves:
         raise click.exceptions.Exit(1)

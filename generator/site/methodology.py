@@ -80,6 +80,7 @@ def _runtime_rows(cat: Catalog) -> list[dict[str, str]]:
 def methodology_context(cat: Catalog) -> dict[str, Any]:
     """Calibration constants, quant bits, runtime profiles, settings and the band table."""
     s = cat.settings
+    heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value
     return {
         "root": "../",
         "calibration": [
@@ -106,7 +107,8 @@ def methodology_context(cat: Catalog) -> dict[str, Any]:
         "base_pct": bands.BASE_PCT,
         "max_pct": bands.MAX_PCT,
         "widenings": [
-            {"key": k, "pct": pct, "reason": reason} for k, (pct, reason) in bands.WIDENINGS.items()
+            {"key": k, "pct": pct, "reason": bands.widening_reason(k, heuristic)}
+            for k, (pct, _) in bands.WIDENINGS.items()
         ],
         "small_b": bands.SMALL_PARAMS / 1e9,
         "large_b": bands.LARGE_PARAMS / 1e9,

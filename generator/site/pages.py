@@ -116,13 +116,15 @@ def arithmetic(row: ResultRow, n: Names, heuristic_mib: float) -> list[tuple[str
     kv_label = "exact" if row.kv_basis == "exact" else f"{heuristic_mib:g} MiB/B heuristic"
     capped = row.kv_bytes_per_request != row.kv_bytes_per_token * row.context
     budget = f"floor({gib(row.kv_budget_bytes)} / {gib(row.kv_bytes_per_request)})"
+    if row.kv_budget_bytes < 0:
+        budget = "no KV budget"  # not a floor of a negative size
     return [
         ("weights", f"{params_b(row.total_params)} × {n.bits:g} bits / 8", gib(row.weights_bytes)),
         (
             "KV budget",
             f"{gib(row.usable_memory_bytes)} − {gib(row.weights_bytes)} − "
             f"{gib(row.overhead_bytes)} (overhead)",
-            gib(row.kv_budget_bytes),
+            text.room(row.kv_budget_bytes),
         ),
         (
             "KV / request",
@@ -283,6 +285,7 @@ def config_context(
     """
     n = names(cat, row)
     root = rel_root(row.permalink)
+    heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value
     return {
         "row": row,
         "names": n,
@@ -293,7 +296,8 @@ def config_context(
         "json_url": f"{root}api/configs/{row.config_id}.json",
         "badge_url": "badge.svg",
         "permalink": row.permalink,
-        "arithmetic": arithmetic(row, n, cat.calibration["kv_heuristic_mib_per_billion"].value),
+        "arithmetic": arithmetic(row, n, heuristic),
+        "kv_heuristic": f"{heuristic:g}",
         "breaks": breaking_points(row, lim),
         "limits": lim,
         "profile": profile(lim),

@@ -213,17 +213,67 @@ def test_template_change_rerenders_every_config(project, tmp_path):
         assert "<!-- edited -->" in (project.out / r.permalink / "index.html").read_text()
 
 
-def test_an_edit_to_page_code_rerenders_every_config_and_nothing_else(project, monkeypatch):
-    # The config pages' code is derived from the imports of the module that
-    # renders them; chart_pack.py was once missing from a hand-kept list.
+def _edit_code(monkeypatch: pytest.MonkeyPatch, rel: str) -> None:
+    """Make every key see ``rel`` (a project source file) as edited."""
     from backpressure.generator import keys
 
     real = keys.read_bytes
-    edited = keys.ROOT / "generator" / "site" / "chart_pack.py"
+    edited = keys.ROOT / rel
+    assert edited.is_file()
     monkeypatch.setattr(keys, "read_bytes",
-                        lambda p: real(p) + (b"# edited" if p == edited else b""))
+                        lambda p: real(p) + (b"\n# edited\n" if p == edited else b""))
+
+
+def _count_runs(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[object]]:
+    """Scenario runs and mkdocs builds from here on (mkdocs runs when a hub page changed)."""
+    runs: list[str] = []
+    builds: list[object] = []
+    run, build = site_scenarios._context, assemble.mkdocs_build
+
+    def counting(loaded: Any, capacity: Any = None) -> dict[str, Any]:
+        runs.append(loaded.scenario.id)
+        return run(loaded, capacity)
+
+    def counted(*args: Path) -> None:
+        builds.append(args)
+        build(*args)
+
+    monkeypatch.setattr(site_scenarios, "_context", counting)
+    monkeypatch.setattr(assemble, "mkdocs_build", counted)
+    return runs, builds
+
+
+def test_an_edit_to_page_code_rerenders_every_config_and_nothing_else(project, monkeypatch):
+    # The config pages' code is derived from the imports of the module that
+    # renders them; chart_pack.py was once missing from a hand-kept list.
+    runs, builds = _count_runs(monkeypatch)
+    _edit_code(monkeypatch, "generator/site/chart_pack.py")
     report = project.build()
     assert sorted(report.rendered) == sorted(r.config_id for r in project.rows)
+    # The scenario pages' cached contexts hold packed charts too: they are made
+    # again. No hub page's text moved, so mkdocs is not run again.
+    assert sorted(runs) == ["app-postgres", "llm-7b-q4-24gb"]
+    assert builds == []
+    assert report.changed == ()  # the edit is a comment: every page keeps its bytes
+
+
+def test_an_edit_to_scenario_code_reruns_every_scenario(project, monkeypatch):
+    # The scenario runs' code is derived from the imports of the module that runs them.
+    runs, _ = _count_runs(monkeypatch)
+    _edit_code(monkeypatch, "engine/sim/loop.py")
+    report = project.build()
+    assert sorted(runs) == ["app-postgres", "llm-7b-q4-24gb"]
+    assert report.changed == ()
+    runs.clear()
+    project.build()  # and once run, recalled
+    assert runs == []
+
+
+def test_an_edit_to_code_no_page_uses_renders_nothing(project, monkeypatch):
+    runs, builds = _count_runs(monkeypatch)
+    _edit_code(monkeypatch, "generator/cli/estimate.py")
+    report = project.build()
+    assert (report.rendered, report.changed, runs, builds) == ((), (), [], [])
 
 
 def test_full_rerenders_everything_and_changes_nothing(project):
