@@ -7,6 +7,7 @@ from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
+from backpressure.generator.cli.plan import plan_command
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
 
@@ -23,6 +24,7 @@ cli.add_command(catalog_command)
 cli.add_command(simulate_command)
 cli.add_command(sweep_command)
 cli.add_command(build_command)
+cli.add_command(plan_command)
 cli.add_command(verify_command)
 cli.add_command(diff_command)
 cli.add_command(goldens_command)
