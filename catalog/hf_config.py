@@ -8,8 +8,10 @@ catalog model. Defaults for keys a config may omit are those of the matching
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from backpressure.engine.arch import Attention, Experts, ModelArch
@@ -43,6 +45,112 @@ class ConfigError(ValueError):
     """A config.json that cannot be costed; the message names the key."""
 
 
+# Work is bounded before it is spent: a config.json is a few kilobytes, a handful
+# of levels deep, and its dimensions are those of real models. The limits are
+# far above any published model and far below what would exhaust memory (one
+# entry per layer is allocated: 10^9 layers would take gigabytes).
+MAX_FILE_BYTES = 1 << 20
+MAX_DEPTH = 8
+MAX_NODES = 20_000
+DEFAULT_MAX = 2**31
+LIMITS: dict[str, int] = {
+    "num_hidden_layers": 1024,
+    "hidden_size": 2**17,
+    "intermediate_size": 2**20,
+    "moe_intermediate_size": 2**20,
+    "num_attention_heads": 4096,
+    "num_key_value_heads": 4096,
+    "head_dim": 4096,
+    "vocab_size": 2**22,
+    "max_position_embeddings": 2**25,
+    "sliding_window": 2**25,
+    "max_window_layers": 1024,
+    "sliding_window_pattern": 1024,
+    "num_local_experts": 4096,
+    "num_experts": 4096,
+    "n_routed_experts": 4096,
+    "num_experts_per_tok": 4096,
+    "n_shared_experts": 4096,
+    "kv_lora_rank": 2**16,
+    "q_lora_rank": 2**16,
+    "qk_rope_head_dim": 4096,
+    "qk_nope_head_dim": 4096,
+    "v_head_dim": 4096,
+    "first_k_dense_replace": 1024,
+    "decoder_sparse_step": 1024,
+    "moe_layer_freq": 1024,
+}
+# Keys that must be at least 1 (0 would divide by zero or describe no model).
+POSITIVE = frozenset(
+    {
+        "num_hidden_layers",
+        "hidden_size",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "vocab_size",
+        "max_position_embeddings",
+    }
+)
+
+
+def config_shape_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not the shape of a config.json (too deep, too big), or None.
+
+    Walks iteratively with a budget, so a YAML document whose aliases repeat
+    one node a billion times is refused after ``MAX_NODES`` visits.
+    """
+    todo: list[tuple[Any, int]] = [(obj, 0)]
+    seen = 0
+    while todo:
+        node, depth = todo.pop()
+        seen += 1
+        if seen > MAX_NODES:
+            return f"more than {MAX_NODES:,} values: not a config.json"
+        if isinstance(node, Mapping | list | tuple):
+            if depth >= MAX_DEPTH:
+                return f"nested deeper than {MAX_DEPTH} levels: not a config.json"
+            children = node.values() if isinstance(node, Mapping) else node
+            todo.extend((child, depth + 1) for child in children)
+        elif isinstance(node, str) and len(node) > 10_000:
+            return "a string longer than 10,000 characters: not a config.json"
+    return None
+
+
+def read_config_json(path: Path) -> dict[str, Any]:
+    """A config.json file as a mapping, bounded in size and depth; ConfigError otherwise.
+
+    Messages do not name ``path``: the caller does.
+    """
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config.json: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"config.json: larger than {MAX_FILE_BYTES:,} bytes")
+    try:
+        cfg = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise ConfigError("config.json: nested too deeply") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"cannot read config.json: {exc}") from exc
+    if not isinstance(cfg, dict):
+        raise ConfigError("config.json: must be a JSON object")
+    problem = config_shape_problem(cfg)
+    if problem:
+        raise ConfigError(f"config.json: {problem}")
+    return cfg
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 @dataclass(frozen=True, slots=True)
 class _Layer:
     """Per-layer parameter counts (total and active) and norms."""
@@ -62,27 +170,47 @@ def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
 
 def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
     value = _get(cfg, key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"config.json: '{key}' must be a non-negative integer, got {value!r}")
+    low, high = (1 if key in POSITIVE else 0), LIMITS.get(key, DEFAULT_MAX)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(
+            f"config.json: '{key}' must be an integer from {low} to {high:,}, got {_show(value)}"
+        )
+    return value
+
+
+def _bool(cfg: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A true/false key: the JSON literals only (the string "false" is not false)."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"config.json: '{key}' must be true or false, got {_show(value)}")
     return value
 
 
 def _int_list(cfg: Mapping[str, Any], key: str) -> list[int]:
     value = cfg.get(key) or []
     if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= DEFAULT_MAX for v in value
     ):
-        raise ConfigError(f"config.json: '{key}' must be a list of integers")
+        raise ConfigError(f"config.json: '{key}' must be a list of non-negative integers")
     return value
 
 
 def _head_dim(cfg: Mapping[str, Any]) -> int:
     heads = _int(cfg, "num_attention_heads")
-    if heads == 0:
-        raise ConfigError("config.json: 'num_attention_heads' must be positive")
     if cfg.get("head_dim") is not None:
         return _int(cfg, "head_dim")
     return _int(cfg, "hidden_size") // heads
+
+
+def _kv_heads(cfg: Mapping[str, Any], heads: int) -> int:
+    kv_heads = _int(cfg, "num_key_value_heads", heads)
+    if kv_heads > heads:
+        raise ConfigError(
+            f"config.json: 'num_key_value_heads' ({kv_heads}) exceeds the attention heads ({heads})"
+        )
+    return kv_heads
 
 
 def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...]:
@@ -94,7 +222,7 @@ def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...
     if not window:
         return (0,) * layers
     if family == "qwen":
-        if not cfg.get("use_sliding_window", False):
+        if not _bool(cfg, "use_sliding_window", False):
             return (0,) * layers
         first = _int(cfg, "max_window_layers", 0)
         return tuple(window if i >= first else 0 for i in range(layers))
@@ -113,7 +241,7 @@ def _gqa_layer(cfg: Mapping[str, Any], qkv_bias: bool, qk_norm: bool, norms: int
     hidden = _int(cfg, "hidden_size")
     head_dim = _head_dim(cfg)
     heads = _int(cfg, "num_attention_heads")
-    kv_heads = _int(cfg, "num_key_value_heads", heads)
+    kv_heads = _kv_heads(cfg, heads)
     attention = gqa_attention_params(hidden, heads, kv_heads, head_dim, qkv_bias)
     attention += 2 * head_dim if qk_norm else 0
     mlp = gated_mlp_params(hidden, _int(cfg, "intermediate_size"))
@@ -149,14 +277,16 @@ def _assemble(
 ) -> ModelArch:
     hidden = _int(cfg, "hidden_size")
     vocab = _int(cfg, "vocab_size")
-    tied = bool(cfg.get("tie_word_embeddings", tied_default))
+    tied = _bool(cfg, "tie_word_embeddings", tied_default)
     embed = embedding_params(vocab, hidden, tied)
     shared = sum(lay.attention + lay.norms for lay in layers) + embed + hidden
     total = shared + sum(lay.mlp_total for lay in layers)
     active = shared + sum(lay.mlp_active for lay in layers)
-    dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16"
+    if not isinstance(dtype, str):
+        raise ConfigError(f"config.json: 'torch_dtype' must be a string, got {_show(dtype)}")
     return ModelArch(
-        name=str(cfg.get("_name_or_path") or cfg.get("model_type")),
+        name=str(cfg.get("_name_or_path") or cfg.get("model_type"))[:200],
         num_layers=len(layers),
         hidden_size=hidden,
         vocab_size=vocab,
@@ -177,7 +307,7 @@ def _gqa_attention(cfg: Mapping[str, Any], family: str) -> Attention:
     heads = _int(cfg, "num_attention_heads")
     return Attention(
         num_heads=heads,
-        num_kv_heads=_int(cfg, "num_key_value_heads", heads),
+        num_kv_heads=_kv_heads(cfg, heads),
         head_dim=_head_dim(cfg),
         window_per_layer=_windows(cfg, layers, family),
     )
@@ -294,12 +424,15 @@ def parse_config(cfg: Mapping[str, Any]) -> ModelArch:
     ConfigError
         For an unsupported ``model_type`` or a missing or malformed key.
     """
+    problem = config_shape_problem(cfg)
+    if problem:
+        raise ConfigError(f"config.json: {problem}")
     model_type = cfg.get("model_type")
     parser = PARSERS.get(model_type) if isinstance(model_type, str) else None
     if parser is None:
         supported = ", ".join(sorted(PARSERS))
         raise ConfigError(
-            f"config.json: unsupported model_type {model_type!r} (supported: {supported})"
+            f"config.json: unsupported model_type {_show(model_type)} (supported: {supported})"
         )
     arch = parser(cfg)
     if arch.num_layers == 0 or arch.hidden_size == 0:

@@ -7,28 +7,40 @@ set has no entry there. Units are SI base units and are named in the field.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from backpressure.catalog.fields import (
+    ID_PATTERN,
+    Bool,
+    EntityId,
+    Float,
+    Int,
+    Name,
+    Note,
+    Source,
+    Text,
+)
+from backpressure.catalog.hf_config import config_shape_problem
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
-# Ids become URL path segments and file names: lower case, no slashes, no dots
-# at the start, bounded length. Runtime ids may contain a dot (``llama.cpp``).
-ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,79}$"
-EntityId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
-
-# Display names: printable, bounded, no control characters.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-Name = Annotated[str, StringConstraints(min_length=1, max_length=120)]
-Source = Annotated[str, StringConstraints(min_length=4, max_length=500)]
+__all__ = ["ID_PATTERN", "Bool", "EntityId", "Float", "Int", "Name", "Note", "Source", "Text"]
 
 TIB = 1024**4
 
 # Sanity bounds: generous enough for any real part, tight enough to catch a
 # unit slip (GB/s typed as B/s, or bytes typed as GB).
+MIN_MEMORY_BYTES = 1024**3  # 1 GiB: "24" typed for 24 GiB is 24 bytes
 MAX_MEMORY_BYTES = 16 * TIB
+MIN_BANDWIDTH_BYTES_PER_S = 10 * 10**9  # 10 GB/s: "1008" typed for 1,008 GB/s
 MAX_BANDWIDTH_BYTES_PER_S = 100 * 10**12
+MIN_LINK_BYTES_PER_S = 10**9
+MIN_FLOPS_PER_S = 10**11  # 0.1 TFLOP/s: "312" typed for 312 TFLOP/s
 MAX_FLOPS_PER_S = 100 * 10**15
+MAX_OVERHEAD_BYTES = TIB
+MAX_BATCH_TOKENS = 2**24
+MAX_PARAMS = 10**14
+MAX_MS = 10**7  # latency budgets [ms]: under three hours
+MAX_S = 86_400  # durations [s]: a simulated day
 
 
 class Entity(BaseModel):
@@ -42,16 +54,7 @@ class Entity(BaseModel):
         default_factory=dict,
         description="Field name -> URL or document that states the value.",
     )
-    notes: str | None = Field(default=None, max_length=2000, description="Free-text caveats.")
-
-    @model_validator(mode="after")
-    def _names_are_clean(self) -> Entity:
-        for field in ("id", "name"):
-            if _CONTROL.search(getattr(self, field)):
-                raise ValueError(f"{field}: control characters are not allowed")
-        if ".." in self.id or "--" in self.id:
-            raise ValueError("id: '..' and '--' are not allowed in an id")
-        return self
+    notes: Note | None = Field(default=None, description="Free-text caveats.")
 
     @model_validator(mode="after")
     def _numbers_have_sources(self) -> Entity:
@@ -76,23 +79,27 @@ class Gpu(Entity):
     memory_kind: Literal["discrete", "unified", "system"] = Field(
         description="discrete: dedicated VRAM; unified: shared SoC memory; system: CPU RAM."
     )
-    memory_bytes: int = Field(gt=0, le=MAX_MEMORY_BYTES, description="Installed memory [bytes].")
-    bandwidth_bytes_per_s: int = Field(
-        gt=0, le=MAX_BANDWIDTH_BYTES_PER_S, description="Peak memory bandwidth [bytes/s]."
+    memory_bytes: Int = Field(
+        ge=MIN_MEMORY_BYTES, le=MAX_MEMORY_BYTES, description="Installed memory [bytes]."
     )
-    bf16_flops_per_s: int | None = Field(
+    bandwidth_bytes_per_s: Int = Field(
+        ge=MIN_BANDWIDTH_BYTES_PER_S,
+        le=MAX_BANDWIDTH_BYTES_PER_S,
+        description="Peak memory bandwidth [bytes/s].",
+    )
+    bf16_flops_per_s: Int | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_FLOPS_PER_S,
         le=MAX_FLOPS_PER_S,
         description="Dense (no sparsity) BF16/FP16 tensor throughput [FLOP/s].",
     )
-    fp8_flops_per_s: int | None = Field(
+    fp8_flops_per_s: Int | None = Field(
         default=None,
-        gt=0,
+        ge=MIN_FLOPS_PER_S,
         le=MAX_FLOPS_PER_S,
         description="Dense (no sparsity) FP8 tensor throughput [FLOP/s], if the chip has FP8.",
     )
-    usable_memory_fraction: float | None = Field(
+    usable_memory_fraction: Float | None = Field(
         default=None,
         gt=0,
         le=1,
@@ -112,12 +119,12 @@ class Rig(Entity):
     """Several identical GPUs serving one model with tensor parallelism."""
 
     gpu: EntityId = Field(description="Id of the GPU the rig is built from.")
-    count: int = Field(ge=2, le=64, description="Number of GPUs (tensor-parallel degree).")
+    count: Int = Field(ge=2, le=64, description="Number of GPUs (tensor-parallel degree).")
     interconnect: Literal["pcie", "nvlink", "infinity-fabric"] = Field(
         description="GPU-to-GPU link used for the all-reduce."
     )
-    interconnect_bandwidth_bytes_per_s: int = Field(
-        gt=0,
+    interconnect_bandwidth_bytes_per_s: Int = Field(
+        ge=MIN_LINK_BYTES_PER_S,
         le=MAX_BANDWIDTH_BYTES_PER_S,
         description="Per-GPU unidirectional link bandwidth [bytes/s].",
     )
@@ -129,12 +136,12 @@ class Quant(Entity):
     format: Literal["gguf", "float", "awq", "gptq", "fp8", "mxfp4"] = Field(
         description="Family of the format."
     )
-    bits_per_weight: float = Field(
-        gt=0, le=32, description="Effective storage cost including scales and minimums [bits]."
+    bits_per_weight: Float = Field(
+        ge=1, le=32, description="Effective storage cost including scales and minimums [bits]."
     )
-    embedding_bits_per_weight: float | None = Field(
+    embedding_bits_per_weight: Float | None = Field(
         default=None,
-        gt=0,
+        ge=1,
         le=32,
         description=(
             "Bits the token embedding and output head are stored at when the format "
@@ -150,9 +157,9 @@ class Quant(Entity):
 class KvDtype(Entity):
     """A KV-cache element type. ``auto`` means the model's activation dtype."""
 
-    bytes_per_element: float | None = Field(
+    bytes_per_element: Float | None = Field(
         default=None,
-        gt=0,
+        ge=0.0625,
         le=4,
         description="Storage per cached element including block scales [bytes]; None for auto.",
     )
@@ -181,46 +188,49 @@ class Runtime(Entity):
         default=("discrete", "unified", "system"),
         description="Memory kinds (device classes) the runtime serves on.",
     )
-    framework_overhead_bytes: int | None = Field(
+    framework_overhead_bytes: Int | None = Field(
         default=None,
         ge=0,
-        le=MAX_MEMORY_BYTES,
+        le=MAX_OVERHEAD_BYTES,
         description="Fixed overhead: CUDA context, compute buffers [bytes] (fixed-overhead).",
     )
-    gpu_memory_utilization: float | None = Field(
+    gpu_memory_utilization: Float | None = Field(
         default=None, gt=0, le=1, description="Default share of device memory the server claims."
     )
-    non_torch_bytes: int | None = Field(
+    non_torch_bytes: Int | None = Field(
         default=None,
         ge=0,
-        le=MAX_MEMORY_BYTES,
+        le=MAX_OVERHEAD_BYTES,
         description="Memory outside the framework allocator: NCCL, cuBLAS workspaces [bytes].",
     )
-    max_num_batched_tokens: int | None = Field(
+    max_num_batched_tokens: Int | None = Field(
         default=None,
         gt=0,
+        le=MAX_BATCH_TOKENS,
         description="Tokens in the profiling batch that sets the activation peak.",
     )
-    large_gpu_memory_bytes: int | None = Field(
+    large_gpu_memory_bytes: Int | None = Field(
         default=None,
         gt=0,
         le=MAX_MEMORY_BYTES,
         description="GPUs with at least this much memory get the larger default token budget.",
     )
-    large_gpu_max_num_batched_tokens: int | None = Field(
+    large_gpu_max_num_batched_tokens: Int | None = Field(
         default=None,
         gt=0,
+        le=MAX_BATCH_TOKENS,
         description="Profiling-batch tokens on GPUs at or above large_gpu_memory_bytes.",
     )
-    activation_bytes_per_batched_token: float | None = Field(
+    activation_bytes_per_batched_token: Float | None = Field(
         default=None,
         gt=0,
+        le=2**24,
         description="Profiled activation peak per token of the profiling batch [bytes].",
     )
-    tp_extra_bytes_per_gpu: int | None = Field(
+    tp_extra_bytes_per_gpu: Int | None = Field(
         default=None,
         ge=0,
-        le=MAX_MEMORY_BYTES,
+        le=MAX_OVERHEAD_BYTES,
         description="Extra per-GPU memory under tensor parallelism: all-reduce buffers [bytes].",
     )
 
@@ -244,15 +254,21 @@ class Runtime(Entity):
 class Model(Entity):
     """An open-weight model; its architecture is parsed from the verbatim ``config``."""
 
-    hf_repo: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")] = Field(
-        description="Hugging Face repository id the config.json comes from."
-    )
+    hf_repo: Annotated[
+        str, Strict(), StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+    ] = Field(description="Hugging Face repository id the config.json comes from.")
     family: Name = Field(description="Model family shown on hub pages, e.g. 'Llama 3.1'.")
-    published_params: int | None = Field(
-        default=None, gt=0, description="Total parameter count as published [parameters]."
+    published_params: Int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_PARAMS,
+        description="Total parameter count as published [parameters].",
     )
-    published_active_params: int | None = Field(
-        default=None, gt=0, description="Active parameters per token as published (MoE)."
+    published_active_params: Int | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_PARAMS,
+        description="Active parameters per token as published (MoE).",
     )
     config: dict[str, Any] = Field(
         description="The model's config.json (verbatim, or the architecture keys of it)."
@@ -263,6 +279,9 @@ class Model(Entity):
 
     @model_validator(mode="after")
     def _config_is_sourced(self) -> Model:
+        problem = config_shape_problem(self.config)
+        if problem:
+            raise ValueError(f"config: {problem}")
         if "config" not in self.sources:
             raise ValueError("sources: 'config' (the config.json URL) is required")
         if (
@@ -274,14 +293,48 @@ class Model(Entity):
         return self
 
 
+# Calibration constants by name (or name prefix, ending in "_"): (low, high, low
+# included). Bounds catch a unit slip (an efficiency of 92.3 for 0.923, a latency
+# in microseconds for seconds); a constant not listed here must be finite and >= 0.
+CALIBRATION_RANGES: dict[str, tuple[float, float, bool]] = {
+    "kv_heuristic_mib_per_billion": (0.0, 1.0, False),
+    "bandwidth_efficiency_": (0.0, 1.0, False),
+    "layer_overhead_s_": (0.0, 0.01, True),
+    "moe_expert_overhead_s": (0.0, 0.01, True),
+    "allreduce_latency_s_": (0.0, 0.01, True),
+    "prefill_compute_efficiency": (0.0, 1.0, False),
+    "decode_compute_efficiency": (0.0, 1.0, False),
+    "min_stream_tokens_per_s": (0.0, 1000.0, False),
+}
+# Constants the engine always reads; per-platform and per-link ones are required
+# for every platform and link the catalog's devices use (catalog/loader.py).
+REQUIRED_CALIBRATION = (
+    "kv_heuristic_mib_per_billion",
+    "moe_expert_overhead_s",
+    "prefill_compute_efficiency",
+    "decode_compute_efficiency",
+    "min_stream_tokens_per_s",
+)
+
+
+def calibration_range(name: str) -> tuple[float, float, bool]:
+    """(low, high, low included) of a calibration constant; the default is [0, 1e12]."""
+    if name in CALIBRATION_RANGES:
+        return CALIBRATION_RANGES[name]
+    for key, bounds in CALIBRATION_RANGES.items():
+        if key.endswith("_") and name.startswith(key):
+            return bounds
+    return (0.0, 1e12, True)
+
+
 class Calibration(BaseModel):
     """One calibration constant with its value, unit, meaning and source."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    value: float = Field(description="The constant's value.")
-    unit: str = Field(max_length=40, description="Unit of value.")
-    meaning: str = Field(max_length=500, description="What the constant does in the engine.")
+    value: Float = Field(description="The constant's value.")
+    unit: Annotated[Text, StringConstraints(max_length=40)] = Field(description="Unit of value.")
+    meaning: Text = Field(description="What the constant does in the engine.")
     source: Source = Field(description="Where the value comes from.")
 
 
@@ -290,7 +343,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    contexts: tuple[Annotated[int, Field(gt=0, le=10_485_760)], ...] = Field(
+    contexts: tuple[Annotated[Int, Field(gt=0, le=10_485_760)], ...] = Field(
         default=(2048, 4096, 8192, 16384, 32768, 131072),
         min_length=1,
         description="Context lengths swept [tokens]; each is capped at the model's maximum.",
@@ -306,63 +359,68 @@ class Settings(BaseModel):
             "`backpressure estimate`)."
         ),
     )
-    prompt_tokens: int = Field(
+    prompt_tokens: Int = Field(
         default=1024,
         gt=0,
         le=1_048_576,
         description="Prompt length of the request profile the load sweep offers [tokens].",
     )
-    output_tokens: int = Field(
+    output_tokens: Int = Field(
         default=128,
         gt=0,
         le=1_048_576,
         description="Output length of the request profile [tokens].",
     )
-    ttft_budget_ms: float = Field(
-        default=1500, gt=0, description="Hard time-to-first-token budget [ms]."
+    ttft_budget_ms: Float = Field(
+        default=1500, gt=0, le=MAX_MS, description="Hard time-to-first-token budget [ms]."
     )
-    p99_slo_ms: float | None = Field(
+    p99_slo_ms: Float | None = Field(
         default=None,
         gt=0,
+        le=MAX_MS,
         description=(
             "p99 end-to-end latency SLO [ms]; unset means the TTFT budget plus the output "
             "streamed at the minimum per-stream rate (calibration min_stream_tokens_per_s)."
         ),
     )
-    soak_utilization: float = Field(
+    soak_utilization: Float = Field(
         default=0.85, gt=0, le=1, description="Utilization that fails a soak if held [share]."
     )
-    soak_seconds: float = Field(
-        default=120, gt=0, description="How long the soak utilization must hold to fail [s]."
+    soak_seconds: Float = Field(
+        default=120,
+        gt=0,
+        le=MAX_S,
+        description="How long the soak utilization must hold to fail [s].",
     )
-    load_points: int = Field(
+    load_points: Int = Field(
         default=40, ge=4, le=400, description="Offered-load levels per config in the load sweep."
     )
-    load_min_fraction: float = Field(
-        default=0.1, gt=0, description="Lowest offered load, as a share of saturation."
+    load_min_fraction: Float = Field(
+        default=0.1, gt=0, lt=1, description="Lowest offered load, as a share of saturation."
     )
-    load_max_fraction: float = Field(
+    load_max_fraction: Float = Field(
         default=3.0, gt=1, le=100, description="Highest offered load, as a share of saturation."
     )
-    sim_seconds: float = Field(
+    sim_seconds: Float = Field(
         default=180, gt=0, le=86_400, description="Simulated duration of each load level [s]."
     )
-    sim_min_service_times: float = Field(
+    sim_min_service_times: Float = Field(
         default=4,
         ge=0,
         le=100,
         description="A config's run lasts at least this many mean service times, rounded up "
         "to a whole multiple of sim_seconds, so that a slow server is seen busy [-].",
     )
-    seed: int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")
-    queue_depth_per_slot: float = Field(
+    seed: Int = Field(default=0, ge=0, lt=2**32, description="Seed of the sweep's simulation.")
+    queue_depth_per_slot: Float = Field(
         default=8,
         ge=0,
         le=10_000,
         description="Requests the LLM server's queue holds per slot before it sheds [-].",
     )
-    queue_max_age_s: float = Field(
+    queue_max_age_s: Float = Field(
         default=60,
         gt=0,
+        le=MAX_S,
         description="Queued requests older than this are abandoned [s].",
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option, load
+from backpressure.generator.cli.options import BadInput, Finite, catalog_option, jobs_option, load
 from backpressure.generator.cli.sweep import make_progress
 from backpressure.generator.paths import ROOT
 from backpressure.generator.sweep.run import default_jobs
@@ -46,7 +46,7 @@ def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> Non
 @click.argument("new")
 @click.option(
     "--tolerance",
-    type=click.FloatRange(min=0, max=10),
+    type=Finite(min=0, max=10),
     default=0.05,
     show_default=True,
     help="Relative change below which a number has not moved.",

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import click
-from backpressure.generator.cli.options import BadInput, catalog_option, load
+from backpressure.generator.cli.options import BadInput, Finite, catalog_option, load, positive
 from backpressure.generator.estimate import (
     AdHocDevice,
     EstimateArgs,
@@ -18,7 +18,11 @@ from backpressure.generator.estimate import (
 from backpressure.generator.report_text import render
 from backpressure.generator.resolve import ComboError, LookupError_
 
-POSITIVE = click.FloatRange(min=0, min_open=True)
+# Upper bounds far above any real part, so that a unit slip or a typo is refused.
+MAX_GB = 1 << 20  # memory and overhead [GiB]
+MAX_GBPS = 1e6  # memory bandwidth [GB/s]
+MAX_TFLOPS = 1e6
+MAX_PARAMS_B = 1e5
 
 
 def _dump(obj: object) -> str:
@@ -29,11 +33,11 @@ def _dump(obj: object) -> str:
 @click.option("--gpu", help="Catalog GPU or rig id (see `backpressure catalog`).")
 @click.option(
     "--vram-gb",
-    type=POSITIVE,
+    type=positive(MAX_GB),
     help="Memory printed on the box, e.g. 24 for a 24 GB card (read as GiB).",
 )
-@click.option("--bandwidth-gbps", type=POSITIVE, help="Peak memory bandwidth [GB/s].")
-@click.option("--tflops", type=POSITIVE, help="Dense BF16/FP16 peak [TFLOP/s].")
+@click.option("--bandwidth-gbps", type=positive(MAX_GBPS), help="Peak memory bandwidth [GB/s].")
+@click.option("--tflops", type=positive(MAX_TFLOPS), help="Dense BF16/FP16 peak [TFLOP/s].")
 @click.option(
     "--memory-kind",
     type=click.Choice(["discrete", "unified", "system"]),
@@ -48,12 +52,14 @@ def _dump(obj: object) -> str:
     help="A Hugging Face config.json read offline.",
 )
 @click.option(
-    "--params-b", type=POSITIVE, help="Parameter count in billions, for a model known only by size."
+    "--params-b",
+    type=positive(MAX_PARAMS_B),
+    help="Parameter count in billions, for a model known only by size.",
 )
 @click.option("--quant", required=True, help="Weight quant id, e.g. q4_k_m, fp8, bf16.")
 @click.option(
     "--context",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=2**25),
     required=True,
     help="Context tokens each request reserves.",
 )
@@ -69,13 +75,13 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--gpu-memory-utilization",
-    type=click.FloatRange(min=0, max=1, min_open=True),
+    type=Finite(min=0, max=1, min_open=True),
     help="vLLM-style share of memory the server claims.",
 )
 @click.option("--kv-dtype", default="auto", show_default=True, help="KV-cache dtype id.")
 @click.option(
     "--overhead-gb",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0, max=MAX_GB),
     help="llama.cpp-style fixed framework overhead [GiB].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

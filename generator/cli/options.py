@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import click
 from backpressure.catalog.errors import CatalogError
@@ -41,3 +43,41 @@ jobs_option = click.option(
     default=None,
     help="Worker processes (default: one per core).",
 )
+
+
+class Finite(click.FloatRange):
+    """A float flag that is a real number: ``nan``, ``inf`` and ``1e999`` are refused.
+
+    ``click.FloatRange`` lets NaN through any bound (every comparison with NaN
+    is false) and infinity through an open upper one.
+    """
+
+    name = "number"
+
+    def __init__(
+        self,
+        min: float | None = None,  # click's own parameter names
+        max: float | None = None,
+        min_open: bool = False,
+        max_open: bool = False,
+    ) -> None:
+        super().__init__(min, max, min_open, max_open, clamp=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse, refuse what is not finite, then check the range."""
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def positive(max: float) -> Finite:
+    """A finite number above 0 and at most ``max``."""
+    return Finite(min=0, max=max, min_open=True)
+
+
+def environment_error(exc: OSError) -> BadInput:
+    """A failure of the machine rather than of the input (read-only, full disk), as one line."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = f"{exc.filename}: " if exc.filename else ""
+    return BadInput(f"{where}{what}")
