@@ -16,7 +16,6 @@ import math
 from typing import Any
 
 import altair as alt
-
 from backpressure.generator.records import Curves, ResultRow
 
 TTFT_BUDGET_MS = 1500.0

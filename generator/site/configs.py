@@ -12,17 +12,17 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment
-
-from backpressure.generator.site.publish import assemble
-from backpressure.generator.site import charts
-from backpressure.generator.site.chart_pack import pack
-from backpressure.generator.site.pages import config_context, page_path
+from backpressure.generator.keys import depth
 from backpressure.generator.records import ResultRow
 from backpressure.generator.results_io import row_json
+from backpressure.generator.site import charts
+from backpressure.generator.site.chart_pack import pack
+from backpressure.generator.site.escape import commonmark_text
 from backpressure.generator.site.hubs import break_rps
-from backpressure.generator.keys import depth
+from backpressure.generator.site.pages import config_context, page_path
+from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.svg import badge, fallbacks
+from jinja2 import Environment
 
 if TYPE_CHECKING:
     from backpressure.generator.site.model import SiteModel
@@ -72,7 +72,8 @@ def render_config(
         chart_data=pack(data),
         fallback=fallbacks(data),
         badge_alt=alt,
-        snippet=f"[![{alt}]({link}badge.svg)]({link})",
+        # Markdown for the reader's own docs: the names in it are escaped for CommonMark.
+        snippet=f"[![{commonmark_text(alt)}]({link}badge.svg)]({link})",
     )
     return ctx["title"], row.verdict, env.get_template("config.html.j2").render(**ctx)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from backpressure.generator.site.publish.assemble import SiteError
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.results_io import CURVES, line_config_id, parse_curves, read_results
+from backpressure.generator.site.publish.assemble import SiteError
 
 
 def read_rows(results_dir: Path) -> list[ResultRow]:

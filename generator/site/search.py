@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backpressure.generator.site.publish.assemble import SiteError
 from backpressure.generator.keys import digest, json_digest, package_versions
+from backpressure.generator.site.publish.assemble import SiteError
 
 if TYPE_CHECKING:
     from backpressure.generator.site.publish.tree import Tree

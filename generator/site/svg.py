@@ -50,8 +50,11 @@ def _series(
 def _outline(points: list[tuple[float, float]]) -> list[tuple[int, int]]:
     """Whole-pixel points, without the inner points of a flat stretch (they draw nothing)."""
     px = [(round(a), round(b)) for a, b in points]
-    return [p for i, p in enumerate(px)
-            if i in (0, len(px) - 1) or not px[i - 1][1] == p[1] == px[i + 1][1]]
+    return [
+        p
+        for i, p in enumerate(px)
+        if i in (0, len(px) - 1) or not px[i - 1][1] == p[1] == px[i + 1][1]
+    ]
 
 
 def sketch(

@@ -9,11 +9,18 @@ import re
 from pathlib import Path
 
 import pytest
-
-from backpressure.generator.site.publish import assemble
 from backpressure.generator.records import permalink
-from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, read_results, results_csv, row_json
+from backpressure.generator.results_io import (
+    CURVES,
+    RESULTS,
+    curves_jsonl,
+    read_results,
+    results_csv,
+    row_json,
+)
 from backpressure.generator.site.build import build_site
+from backpressure.generator.site.publish import assemble
+
 from tests.generator.fixtures import _curves, make_rows, write_fixture
 
 FIT = "rtx-4090--llama-3.1-8b--q4_k_m--8k"

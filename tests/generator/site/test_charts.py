@@ -6,9 +6,9 @@ import json
 
 import altair as alt
 import pytest
-
 from backpressure.generator.site import charts
 from backpressure.generator.site.chart_pack import pack, unpack
+
 from tests.generator.fixtures import _curves, make_rows
 
 ROUND_TRIP = {
@@ -124,5 +124,6 @@ def test_packing_refuses_rows_of_different_shapes():
 def test_shared_x_values_travel_once(fitting):
     row, curves = fitting
     packed = pack(charts.datasets_for(row, curves, 2000.0))
-    assert packed["breaking"]["latency"]["c"]["rps"] == {"cycle": [
-        float(f"{x:.4g}") for x in curves.load_rps]}
+    assert packed["breaking"]["latency"]["c"]["rps"] == {
+        "cycle": [float(f"{x:.4g}") for x in curves.load_rps]
+    }

@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.generator.site.publish import assemble
-from backpressure.generator import keys as site_keys
-from backpressure.generator.site import scenarios as site_scenarios, search as site_search
-from backpressure.generator.site.pages import nearest_fits, page_path
-from backpressure.generator.records import ResultRow
 from backpressure.generator.paths import TEMPLATES
+from backpressure.generator.records import ResultRow
 from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
+from backpressure.generator.site import scenarios as site_scenarios
+from backpressure.generator.site import search as site_search
 from backpressure.generator.site.build import BuildReport, build_site
+from backpressure.generator.site.pages import nearest_fits, page_path
+from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.publish.cache import RenderCache
+
 from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture
 
 GPU = "rtx-4090"
@@ -171,8 +171,11 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     assert f"gpu/{GPU}/index.html" in hubs  # the spec table shows the bandwidth
     assert scenario in hubs
     assert hubs <= allowed
-    for untouched in ("methodology/index.html", "gpu/h100-sxm/index.html",
-                      "scenario/app-postgres/index.html"):
+    for untouched in (
+        "methodology/index.html",
+        "gpu/h100-sxm/index.html",
+        "scenario/app-postgres/index.html",
+    ):
         assert after[untouched] == before[untouched]
 
     # And the result is exactly what a build from scratch gives.
@@ -218,8 +221,9 @@ def test_an_edit_to_page_code_rerenders_every_config_and_nothing_else(project, m
 
     real = keys.read_bytes
     edited = keys.ROOT / "generator" / "site" / "chart_pack.py"
-    monkeypatch.setattr(keys, "read_bytes",
-                        lambda p: real(p) + (b"# edited" if p == edited else b""))
+    monkeypatch.setattr(
+        keys, "read_bytes", lambda p: real(p) + (b"# edited" if p == edited else b"")
+    )
     report = project.build()
     assert sorted(report.rendered) == sorted(r.config_id for r in project.rows)
 
@@ -392,10 +396,13 @@ def test_scenario_pages_follow_the_catalog_given(tmp_path: Path, cat: Catalog) -
     assert old is not None
     slower = int(old.group(1).replace("_", "")) // 2
     gpu.write_text(text.replace(old.group(0), f"bandwidth_bytes_per_s: {slower}"), encoding="utf-8")
-    ours = {c["id"]: c for c in site_scenarios.scenario_contexts(
-        root / "scenarios", cat=load_catalog(root))}
-    bundled = {c["id"]: c for c in site_scenarios.scenario_contexts(
-        cat.root / "scenarios", cat=cat)}
+    ours = {
+        c["id"]: c
+        for c in site_scenarios.scenario_contexts(root / "scenarios", cat=load_catalog(root))
+    }
+    bundled = {
+        c["id"]: c for c in site_scenarios.scenario_contexts(cat.root / "scenarios", cat=cat)
+    }
     assert ours["llm-7b-q4-24gb"]["report"] != bundled["llm-7b-q4-24gb"]["report"]
     assert ours["app-postgres"] == bundled["app-postgres"]
 
