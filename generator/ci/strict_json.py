@@ -16,11 +16,15 @@ class StrictJsonError(ValueError):
     """Not JSON a published file could hold; the message says where."""
 
 
+class DuplicateKey(StrictJsonError):
+    """A key given twice: the file is readable, and has been tampered with."""
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise StrictJsonError(f"key {key!r} given twice")
+            raise DuplicateKey(f"key {key!r} given twice")
         out[key] = value
     return out
 
@@ -53,3 +57,8 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
+
+
+def dumps(value: Any) -> str:
+    """Canonical JSON text of ``value`` (types kept: 85 and 85.0 print differently)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

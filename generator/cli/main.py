@@ -6,6 +6,7 @@ import click
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
+from backpressure.generator.cli.options import show_notes
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
 
@@ -14,6 +15,7 @@ from backpressure.generator.cli.sweep import sweep_command
 @click.version_option(package_name="backpressure")
 def cli() -> None:
     """Honest LLM-serving capacity: slots, ceilings and breaking points."""
+    show_notes()
 
 
 cli.add_command(estimate_command)

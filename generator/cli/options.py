@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,18 @@ def environment_error(exc: OSError) -> BadInput:
     what = exc.strerror or str(exc) or type(exc).__name__
     where = f"{exc.filename}: " if exc.filename else ""
     return BadInput(f"{where}{what}")
+
+
+class _Notes(logging.Handler):
+    """The library's warnings (a damaged cache recomputed, say) as one stderr line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"backpressure: note: {record.getMessage()}", err=True)
+
+
+def show_notes() -> None:
+    """Print what the ``backpressure`` logger warns about (once per process)."""
+    log = logging.getLogger("backpressure")
+    if not any(isinstance(h, _Notes) for h in log.handlers):
+        log.addHandler(_Notes(logging.WARNING))
+        log.setLevel(logging.WARNING)

@@ -11,7 +11,8 @@
   attribute, where Markdown does not reach: one function for the whole file.
 - **URLs** (``href``): :func:`http_url` admits absolute ``http``/``https``
   addresses only; anything else (``javascript:``, ``data:``, ``//host``,
-  whitespace tricks) is not a link and is shown as text.
+  whitespace tricks) is not a link and is shown as text. Links inside the
+  site, built from ids, go through :func:`site_path`.
 - **Markdown for other people's documents** (the badge snippet a reader copies):
   :func:`commonmark_text`, backslash escapes, which every CommonMark renderer reads.
 """
@@ -69,6 +70,25 @@ def http_url(value: object) -> str | None:
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         return None
     return text
+
+
+# A path inside the site built from ids (which ID_PATTERN limits to these characters).
+_SITE_PATH = re.compile(r"^[A-Za-z0-9._/#-]*$")
+
+
+def site_path(value: object) -> Markup:
+    """A link or anchor inside the site, made of ids: as written when it is only those.
+
+    Markdown does not read inside an HTML tag, and these characters mean nothing
+    to HTML, so the path stays readable (and short: a hub page has a thousand of
+    them). Anything else is escaped as Markdown text.
+    """
+    text = str(value)
+    return (
+        Markup(text)
+        if _SITE_PATH.match(text) and ".." not in text.replace("../", "")
+        else md_text(text)
+    )
 
 
 def md_link(url: object, text: object) -> Markup:

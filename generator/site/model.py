@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.keys import curves_json
 from backpressure.generator.records import Curves, ResultRow
-from backpressure.generator.site.data import CurveLines, read_curve_lines, read_rows
+from backpressure.generator.site.data import CurveLines, read_sweep
 from backpressure.generator.site.pages import NearestFits
 from backpressure.generator.site.scenarios import scenario_contexts
 
@@ -49,7 +49,6 @@ def gather(
     cat: Catalog, results_dir: Path, site_url: str = "", cache: RenderCache | None = None
 ) -> SiteModel:
     """Phase one: read the sweep's tables, group them, run (or recall) the scenarios."""
-    rows = read_rows(results_dir)
-    curves = read_curve_lines(results_dir)
+    rows, curves = read_sweep(results_dir)
     scenarios = scenario_contexts(cat.root / "scenarios", cache, cat)
     return SiteModel(cat, rows, curves, site_url.rstrip("/"), scenarios)

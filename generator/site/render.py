@@ -23,6 +23,7 @@ from backpressure.generator.site.escape import (
     http_url,
     md_link,
     md_text,
+    site_path,
     source_md,
 )
 from backpressure.generator.text import band, gib, params_b, rps, tokens
@@ -80,6 +81,7 @@ FILTERS = {
     "source_md": source_md,
     "md_link": md_link,
     "http_url": http_url,
+    "path": site_path,
     "commonmark": commonmark_text,
     "yaml_str": yaml_str,
     "gib": gib,

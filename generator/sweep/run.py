@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -21,6 +22,7 @@ from typing import Any
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.sim.kernel import warm_up
 from backpressure.engine.sim.run import Scratch
+from backpressure.generator import manifest
 from backpressure.generator.keys import InputKeys
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.results_io import (
@@ -36,6 +38,7 @@ from backpressure.generator.sweep.combos import Combo, enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
 
 INPUTS = "inputs.json"
+log = logging.getLogger("backpressure")
 Progress = Callable[[int, int], None]
 PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker processes for
 # Combos per task: several shared tick loops' worth of fitting configs (a loop
@@ -119,20 +122,27 @@ class _Previous:
 def _previous(out_dir: Path) -> _Previous:
     empty = _Previous({}, {}, {})
     try:
-        keys = json.loads((out_dir / INPUTS).read_text(encoding="utf-8"))
-        with (out_dir / RESULTS).open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            if next(reader) != FIELDS:
-                return empty  # another table layout: compute everything
-            rows = {cells[0]: cells for cells in reader}
+        # The three files as one unit, each checked against the manifest written last.
+        files = manifest.read(out_dir, (RESULTS, CURVES, INPUTS))
+    except manifest.Damaged as exc:
+        if any((out_dir / name).exists() for name in (RESULTS, CURVES, INPUTS)):
+            log.warning("%s; recomputing every config", exc)
+        return empty
+    try:
+        keys = json.loads(files[INPUTS].decode("utf-8"))
+        reader = csv.reader(io.StringIO(files[RESULTS].decode("utf-8"), newline=""))
+        if next(reader) != FIELDS:
+            return empty  # another table layout: compute everything
+        rows = {cells[0]: cells for cells in reader}
         curves = {}
-        with (out_dir / CURVES).open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.startswith(CURVES_HEAD):
-                    return empty  # not as this version writes: compute everything
-                curves[line_config_id(line)] = line
-    except (OSError, ValueError, TypeError, StopIteration):
+        for line in files[CURVES].decode("utf-8").splitlines(keepends=True):
+            if not line.startswith(CURVES_HEAD):
+                return empty  # not as this version writes: compute everything
+            curves[line_config_id(line)] = line
+    except (ValueError, TypeError, StopIteration, IndexError):
         return empty  # no usable previous sweep: compute everything
+    if not isinstance(keys, dict):
+        return empty
     return _Previous(keys, rows, curves)
 
 
@@ -144,14 +154,6 @@ class SweepStats:
     computed: int
     reused: int
     fitting: int
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _csv_line(cells: list[str]) -> str:
@@ -192,11 +194,15 @@ def run_sweep(
     for done in compute(cat, todo, max(1, jobs), progress, catalog_dir):
         rows[done.config_id], curves[done.config_id] = done.row_line, done.curves_line
         fitting += done.fits
-    out_dir.mkdir(parents=True, exist_ok=True)
     order = sorted(rows)
-    _write_if_changed(out_dir / RESULTS, _HEADER + "".join(rows[cid] for cid in order))
-    _write_if_changed(out_dir / CURVES, "".join(curves[cid] for cid in order))
-    _write_if_changed(out_dir / INPUTS, json.dumps(new_keys, sort_keys=True, indent=0) + "\n")
+    manifest.commit(
+        out_dir,
+        {
+            RESULTS: _HEADER + "".join(rows[cid] for cid in order),
+            CURVES: "".join(curves[cid] for cid in order),
+            INPUTS: json.dumps(new_keys, sort_keys=True, indent=0) + "\n",
+        },
+    )
     return SweepStats(len(combos), len(todo), len(combos) - len(todo), fitting)
 
 

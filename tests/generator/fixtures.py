@@ -15,7 +15,7 @@ from pathlib import Path
 
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.results import CapacityResult
-from backpressure.generator import resolve
+from backpressure.generator import manifest, resolve
 from backpressure.generator.records import Curves, ResultRow, config_id, permalink
 from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
 
@@ -177,10 +177,13 @@ def write_fixture(
 ) -> list[ResultRow]:
     """Write ``results.csv`` and ``curves.jsonl`` for ``combos`` into ``out_dir``."""
     rows = make_rows(combos, cat)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / RESULTS).write_text(results_csv(rows), encoding="utf-8")
-    (out_dir / CURVES).write_text(curves_jsonl(_curves(r) for r in rows), encoding="utf-8")
+    write_sweep(out_dir, rows, [_curves(r) for r in rows])
     return rows
+
+
+def write_sweep(out_dir: Path, rows: Iterable[ResultRow], curves: Iterable[Curves]) -> None:
+    """Write a sweep's tables as the sweep does: one unit, with its manifest."""
+    manifest.commit(out_dir, {RESULTS: results_csv(rows), CURVES: curves_jsonl(curves)})
 
 
 def all_combos(cat: Catalog, limit: int | None = None) -> Iterator[tuple[str, str, str, int]]:

@@ -42,7 +42,9 @@ def test_build_failure_is_one_clear_error(tmp_path):
     res = CliRunner().invoke(
         build_command, ["--results", str(tmp_path / "empty"), "--out", str(tmp_path / "site")]
     )
-    assert res.exit_code == 1
+    # Bad input (here: no sweep in --results) is exit 2 with one line, not a traceback.
+    assert res.exit_code == 2
+    assert "no manifest.json" in res.output
     assert "previous site" in res.output
     assert not (tmp_path / "site").exists()
 

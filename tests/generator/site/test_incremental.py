@@ -13,7 +13,6 @@ import pytest
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.generator.paths import TEMPLATES
 from backpressure.generator.records import ResultRow
-from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
 from backpressure.generator.site import scenarios as site_scenarios
 from backpressure.generator.site import search as site_search
 from backpressure.generator.site.build import BuildReport, build_site
@@ -21,7 +20,7 @@ from backpressure.generator.site.pages import nearest_fits, page_path
 from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.publish.cache import RenderCache
 
-from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture
+from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture, write_sweep
 
 GPU = "rtx-4090"
 BANDWIDTH = "bandwidth_bytes_per_s: 1_008_000_000_000"
@@ -262,8 +261,7 @@ def test_evil_permalink_fails_and_nothing_escapes(project):
     before = snapshot(project.out)
     rows = make_rows(cat=load_catalog(project.catalog))
     evil = [dataclasses.replace(rows[0], permalink="../../escaped/"), *rows[1:]]
-    (project.sweep / RESULTS).write_text(results_csv(evil))
-    (project.sweep / CURVES).write_text(curves_jsonl(_curves(r) for r in rows))
+    write_sweep(project.sweep, evil, [_curves(r) for r in rows])
     with pytest.raises(assemble.SiteError, match="outside the site"):
         project.build()
     assert snapshot(project.out) == before
