@@ -9,10 +9,13 @@ load-sweep the rest (optionally in several processes), then write
 from __future__ import annotations
 
 import csv
+import ctypes
 import io
 import json
 import logging
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -46,6 +49,7 @@ PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker proc
 BATCH = 512
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _WORKER_CAT: Catalog | None = None
 _WORKER_SCRATCH = Scratch()  # the simulation's record memory, reused batch after batch
 
@@ -67,8 +71,21 @@ def _swept(row: ResultRow, curves: Curves) -> Swept:
     return Swept(row.config_id, row.fits, results_csv([row])[len(_HEADER) :], curves_line(curves))
 
 
-def _init_worker(catalog_dir: str | None) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this worker when the build that started it dies.
+
+    A killed build would otherwise leave its workers waiting for work forever.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _init_worker(catalog_dir: str | None, parent: int) -> None:
     global _WORKER_CAT  # one catalog per worker process, loaded once
+    _die_with_parent(parent)
     _WORKER_CAT = load_catalog(Path(catalog_dir) if catalog_dir else None)
 
 
@@ -101,7 +118,9 @@ def compute(
         return out
     warm_up()  # compile once here; forked workers inherit the machine code
     with ProcessPoolExecutor(
-        jobs, initializer=_init_worker, initargs=(str(catalog_dir) if catalog_dir else None,)
+        jobs,
+        initializer=_init_worker,
+        initargs=(str(catalog_dir) if catalog_dir else None, os.getpid()),
     ) as pool:
         for result in pool.map(_work, batches):
             out.extend(result)

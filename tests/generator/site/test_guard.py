@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,23 @@ from backpressure.generator.site.publish.assemble import SITE_MARKER, SiteError
 from tests.generator.fixtures import write_fixture
 
 
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory, cat):
+    """A render cache holding the scenario pages (seconds to run), copied where a test builds."""
+    base = tmp_path_factory.mktemp("seed")
+    write_fixture(base / "sweep", cat=cat)
+    build_site(base / "sweep", base / "site")
+    return base / "site.cache"
+
+
 @pytest.fixture
 def sweep(tmp_path, cat):
     write_fixture(tmp_path / "sweep", cat=cat)
     return tmp_path / "sweep"
+
+
+def seeded(seed: Path, tmp_path: Path) -> None:
+    subprocess.run(["cp", "-a", str(seed), str(tmp_path / "site.cache")], check=True)
 
 
 def tree(path: Path) -> dict[str, bytes]:
@@ -53,8 +67,11 @@ def test_a_file_in_the_way_is_refused(tmp_path, sweep, capsys):
     (tmp_path / "site").write_text("notes")
     code, err = build(capsys, sweep, tmp_path / "site")
     assert code == 2
-    assert "is not a site this program built" in err
+    assert "is a file" in err  # click refuses it before the build looks
+    assert err.count("\n") == 1
     assert (tmp_path / "site").read_text() == "notes"
+    with pytest.raises(SiteError, match="is not a site this program built"):
+        build_site(sweep, tmp_path / "site")
 
 
 def test_a_cache_that_is_not_ours_is_refused(tmp_path, sweep, capsys):
@@ -79,7 +96,8 @@ def test_a_sweep_directory_that_is_not_ours_is_refused(tmp_path, capsys):
     assert (theirs / "results.csv").read_text() == "my,own,data\n"
 
 
-def test_empty_absent_and_earlier_builds_are_fine(tmp_path, sweep, capsys):
+def test_empty_absent_and_earlier_builds_are_fine(tmp_path, sweep, capsys, seed):
+    seeded(seed, tmp_path)
     (tmp_path / "site").mkdir()  # empty: fine
     assert build(capsys, sweep, tmp_path / "site")[0] == 0
     assert (tmp_path / "site" / SITE_MARKER).is_file()
@@ -89,7 +107,8 @@ def test_empty_absent_and_earlier_builds_are_fine(tmp_path, sweep, capsys):
     assert not (tmp_path / "site.tmp").exists()
 
 
-def test_a_second_build_is_refused_while_one_runs(tmp_path, sweep, capsys):
+def test_a_second_build_is_refused_while_one_runs(tmp_path, sweep, capsys, seed):
+    seeded(seed, tmp_path)
     out = tmp_path / "site"
     fd = os.open(tmp_path / "site.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another build, as far as this one can tell
@@ -116,8 +135,9 @@ def test_the_lock_is_reentrant_within_one_build(tmp_path):
     [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")],
 )
 def test_a_full_or_read_only_disk_is_one_line_and_the_site_stays(
-    tmp_path, sweep, capsys, monkeypatch, err, text
+    tmp_path, sweep, capsys, monkeypatch, err, text, seed
 ):
+    seeded(seed, tmp_path)
     out = tmp_path / "site"
     assert build(capsys, sweep, out)[0] == 0
     before = tree(out)
