@@ -6,7 +6,7 @@ import click
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
-from backpressure.generator.cli.options import show_notes
+from backpressure.generator.cli.options import environment_error, show_notes
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
 
@@ -45,4 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except OSError as exc:  # the machine, not the input (a full or read-only disk): one line
+        error = environment_error(exc)
+        error.show()
+        return error.exit_code
     return code if isinstance(code, int) else 0

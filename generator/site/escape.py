@@ -115,11 +115,14 @@ def source_md(value: object) -> Markup:
     return Markup("").join(out)
 
 
-_CM_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+# What CommonMark reads inside an image's description: brackets and parentheses
+# (which end it), code, emphasis, HTML, entities; backslash-escaped, the rest
+# (dots, dashes, colons) stays readable.
+_CM_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>!|&~#])")
 
 
 def commonmark_text(value: object) -> str:
-    """Text for CommonMark (a snippet pasted into someone's docs): punctuation escaped.
+    """Text for CommonMark (a snippet pasted into someone's docs): its syntax escaped.
 
     Characters a reader cannot see are dropped: the snippet is plain text.
     """

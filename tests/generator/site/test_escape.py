@@ -79,9 +79,10 @@ def test_an_http_url_is_a_link_as_written():
 @pytest.mark.parametrize(
     ("text", "expect"),
     [
-        ("RTX 4090 · Llama 3.1 8B", r"RTX 4090 · Llama 3\.1 8B"),
-        ("a](javascript:x)", r"a\]\(javascript\:x\)"),
-        ("<img src=x>", r"\<img src\=x\>"),
+        ("RTX 4090 · Llama 3.1 8B", "RTX 4090 · Llama 3.1 8B"),
+        ("a](javascript:x)", r"a\]\(javascript:x\)"),
+        ("<img src=x>", r"\<img src=x\>"),
+        ("*a* _b_ `c` &amp;", r"\*a\* \_b\_ \`c\` \&amp;"),
         ("a\u202eb\nc", "abc"),
     ],
 )

@@ -166,3 +166,16 @@ def test_a_full_or_read_only_disk_is_one_line_and_the_site_stays(
     assert text in out_err
     assert "the previous site, if any, is unchanged" in out_err
     assert tree(out) == before
+
+
+def test_any_command_meeting_an_unwritable_place_says_one_line(tmp_path, capsys):
+    from tests.tiny_catalog import make_tiny_catalog
+
+    catalog = make_tiny_catalog(tmp_path)
+    code = main(["sweep", "--catalog", str(catalog), "--out", "/proc/backpressure/sweep"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]  # (after the sweep's progress line)
+    assert last.startswith("backpressure: error: /proc/backpressure"), err
+    assert err.count("error:") == 1
