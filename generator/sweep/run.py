@@ -3,7 +3,8 @@
 Two phases (compute, then write): enumerate combinations, reuse every row whose
 inputs are unchanged since the last sweep in the same output directory, cost and
 load-sweep the rest (optionally in several processes), then write
-``results.csv``, ``curves.jsonl`` and ``inputs.json`` canonically.
+``results.csv``, ``curves.jsonl`` and ``inputs.json`` canonically, as one unit
+(generator/manifest.py: a previous sweep is reused only if all three match).
 """
 
 from __future__ import annotations
