@@ -61,9 +61,22 @@ def check_site_dir(path: Path) -> None:
         )
 
 
+# Every name a sweep writes. A directory holding only these (a sweep from before
+# the marker existed, say) loses nothing when a sweep replaces them.
+_SWEEP_NAMES = frozenset(
+    {"results.csv", "curves.jsonl", "inputs.json", "manifest.json", SWEEP_MARKER}
+)
+
+
+def _only_sweep_files(path: Path) -> bool:
+    return path.is_dir() and all(
+        p.name.removesuffix(".tmp") in _SWEEP_NAMES and p.is_file() for p in path.iterdir()
+    )
+
+
 def check_sweep_dir(path: Path) -> None:
-    """Refuse unless ``path`` is absent, empty or a sweep directory a build made."""
-    if not _is_ours(path, SWEEP_MARKER):
+    """Refuse unless ``path`` is absent, empty, marked, or holds only files a sweep writes."""
+    if not _is_ours(path, SWEEP_MARKER) and not _only_sweep_files(path):
         raise SiteError(
             f"{path} exists and is not a sweep this program wrote (it has no {SWEEP_MARKER}); "
             "refusing to write into it: move it away or empty it"

@@ -89,6 +89,7 @@ def test_a_sweep_directory_that_is_not_ours_is_refused(tmp_path, capsys):
     theirs = tmp_path / "site.sweep"
     theirs.mkdir()
     (theirs / "results.csv").write_text("my,own,data\n")
+    (theirs / "analysis.ipynb").write_text("{}")
     code = main(["build", "--out", str(tmp_path / "site")])
     err = capsys.readouterr().err
     assert code == 2
@@ -179,3 +180,15 @@ def test_any_command_meeting_an_unwritable_place_says_one_line(tmp_path, capsys)
     last = err.strip().splitlines()[-1]  # (after the sweep's progress line)
     assert last.startswith("backpressure: error: /proc/backpressure"), err
     assert err.count("error:") == 1
+
+
+def test_a_sweep_from_before_the_marker_is_taken_as_ours(tmp_path):
+    # Only the names a sweep writes: replacing them loses nothing (CI caches such a folder).
+    old = tmp_path / "site.sweep"
+    old.mkdir()
+    for name in ("results.csv", "curves.jsonl", "inputs.json", "results.csv.tmp"):
+        (old / name).write_text("x")
+    guard.check_sweep_dir(old)
+    (old / "notes.txt").write_text("mine")
+    with pytest.raises(SiteError, match="is not a sweep this program wrote"):
+        guard.check_sweep_dir(old)
