@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from backpressure.catalog.errors import safe_repr
-from backpressure.catalog.hf_config import ConfigError, parse_config
+from backpressure.catalog.hf_config import ConfigError, parse_config, read_config_json
 from backpressure.catalog.loader import Catalog
 from backpressure.catalog.schema import Gpu
 from backpressure.engine.arch import ModelArch
@@ -153,13 +152,8 @@ def _device(cat: Catalog, args: EstimateArgs) -> Device:
 def _model(cat: Catalog, args: EstimateArgs) -> tuple[str, ModelArch | None, int | None]:
     if args.model_config is not None:
         try:
-            cfg = json.loads(args.model_config.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{args.model_config}: cannot read config.json: {exc}") from exc
-        if not isinstance(cfg, dict):
-            raise UserError(f"{args.model_config}: config.json must be a JSON object")
-        try:
-            arch = parse_config(cfg)
+            # bounded in size and depth before anything is parsed into memory
+            arch = parse_config(read_config_json(args.model_config))
         except ConfigError as exc:
             raise UserError(f"{args.model_config}: {exc}") from exc
         return arch.name, arch, None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option, load
+from backpressure.generator.cli.options import BadInput, Finite, catalog_option, jobs_option, load
 from backpressure.generator.cli.progress import make_progress
 from backpressure.generator.paths import ROOT
 from backpressure.generator.sweep.run import default_jobs
@@ -20,25 +21,89 @@ from backpressure.generator.sweep.run import default_jobs
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("site"),
     show_default=True,
-    help="Published site holding api/configs/<id>.json (for ids and permalinks).",
+    help="Published site a config id, permalink or URL is checked against.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With a site directory as TARGET: check this many configs, drawn with --seed "
+    "(default: every config).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of the --sample draw.",
+)
+@click.option(
+    "--config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="mkdocs.yml the site was built with (default: the project's).",
 )
 @catalog_option
-def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> None:
-    """Recompute TARGET (config id, permalink, URL or published JSON) and compare.
+def verify_command(
+    target: str,
+    site_dir: Path,
+    sample: int | None,
+    seed: int,
+    config_file: Path | None,
+    catalog_dir: Path | None,
+) -> None:
+    """Recompute TARGET from the catalog and compare what a reader sees of it.
 
-    Exit 0 when the fingerprint and every published number match, 1 otherwise.
+    TARGET is a site directory (every config, or --sample N of them), a config
+    id, permalink or URL (checked in --site), or a published config JSON file.
+    For each config the JSON, the page (every number, the charts' data), the
+    badge, its api/configs.json line and its hub cells are made again and
+    compared. Exit 0 when everything matches, 1 on any difference, 2 when a
+    file cannot be read.
     """
-    from backpressure.generator.ci.verify import VerifyError, render, resolve_target, verify
+    from backpressure.generator.ci import verify as v
+    from backpressure.generator.ci.strict_json import DuplicateKey
 
     cat = load(catalog_dir)
+    path = Path(target)
     try:
-        cid, published = resolve_target(target, site_dir)
-        outcome = verify(cat, cid, published)
-    except VerifyError as exc:
+        if path.is_dir():
+            checker = _checker(cat, path, config_file)
+            outcome = v.verify_site(checker, sample, seed)
+        elif target.endswith(".json") and path.is_file():
+            try:
+                published = v.read_json(path)
+            except DuplicateKey as exc:
+                click.echo(f"MISMATCH: {path}: tampered: {exc}")
+                raise click.exceptions.Exit(1) from exc
+            cid = published.get("config_id") if isinstance(published, dict) else None
+            if not isinstance(cid, str):
+                raise v.VerifyError(f"{target}: not a published config (no config_id)")
+            outcome = v.verify_json(cat, published, cid)
+        else:
+            cid = v.config_id_of(target)
+            if cid is None:
+                raise v.VerifyError(
+                    f"{target!r} is neither a site directory, a config id, a permalink "
+                    "nor a JSON file"
+                )
+            outcome = v.verify_configs(_checker(cat, site_dir, config_file), [cid])
+    except v.VerifyError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(render(outcome))
+    click.echo(v.render(outcome, sampled=sample is not None))
     if not outcome.matches:
         raise click.exceptions.Exit(1)
+
+
+def _checker(cat: Any, site: Path, config_file: Path | None) -> Any:
+    from backpressure.generator.ci.verify import Checker, VerifyError
+    from backpressure.generator.paths import MKDOCS_YML
+    from mkdocs.config import load_config
+
+    if not (site / "api" / "configs.json").is_file():
+        raise VerifyError(f"{site} is not a published site (no api/configs.json)")
+    cfg = load_config(config_file=str(config_file or MKDOCS_YML))
+    return Checker(cat, site, (cfg.site_url or "").rstrip("/"), cfg.site_name)
 
 
 @click.command("diff")
@@ -46,7 +111,7 @@ def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> Non
 @click.argument("new")
 @click.option(
     "--tolerance",
-    type=click.FloatRange(min=0, max=10),
+    type=Finite(min=0, max=10),
     default=0.05,
     show_default=True,
     help="Relative change below which a number has not moved.",

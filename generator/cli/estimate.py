@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 import click
-from backpressure.generator.cli.options import CONTEXT, BadInput, catalog_option, load
+from backpressure.generator.cli.options import (
+    CONTEXT,
+    BadInput,
+    Finite,
+    catalog_option,
+    load,
+    positive,
+)
 from backpressure.generator.estimate import (
     AdHocDevice,
     EstimateArgs,
@@ -19,7 +26,11 @@ from backpressure.generator.report_text import render
 from backpressure.generator.resolve import ComboError, LookupError_
 from backpressure.generator.serve_once import Load
 
-POSITIVE = click.FloatRange(min=0, min_open=True)
+# Upper bounds far above any real part, so that a unit slip or a typo is refused.
+MAX_GB = 1 << 20  # memory and overhead [GiB]
+MAX_GBPS = 1e6  # memory bandwidth [GB/s]
+MAX_TFLOPS = 1e6
+MAX_PARAMS_B = 1e5
 
 
 def _dump(obj: object) -> str:
@@ -30,18 +41,18 @@ def _dump(obj: object) -> str:
 @click.option("--gpu", help="Catalog GPU or rig id (see `backpressure catalog`).")
 @click.option(
     "--vram-gb",
-    type=POSITIVE,
+    type=positive(MAX_GB),
     help="Memory printed on the box, e.g. 24 for a 24 GB card (read as GiB).",
 )
 @click.option(
     "--bandwidth-gbps",
-    type=POSITIVE,
+    type=positive(MAX_GBPS),
     help="Peak memory bandwidth of a --vram-gb device [GB/s]; without it the decode "
     "ceiling is not computed.",
 )
 @click.option(
     "--tflops",
-    type=POSITIVE,
+    type=positive(MAX_TFLOPS),
     help="Dense BF16/FP16 peak of a --vram-gb device [TFLOP/s]; without it prefill and "
     "the compute ceiling are not modeled.",
 )
@@ -60,7 +71,7 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--params-b",
-    type=POSITIVE,
+    type=positive(MAX_PARAMS_B),
     help="Parameter count in billions, for a model known only by size; the KV cost "
     "falls back to the catalog's heuristic (kv_heuristic_mib_per_billion).",
 )
@@ -87,7 +98,7 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--gpu-memory-utilization",
-    type=click.FloatRange(min=0, max=1, min_open=True),
+    type=Finite(min=0, max=1, min_open=True),
     help="vLLM-style runtimes: share of memory the server claims (default: the runtime's).",
 )
 @click.option(
@@ -98,7 +109,7 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--overhead-gb",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0, max=MAX_GB),
     help="llama.cpp-style runtimes: fixed framework overhead [GiB] (default: the runtime's).",
 )
 @click.option(
@@ -108,7 +119,7 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--rps",
-    type=POSITIVE,
+    type=positive(1e7),
     help="Offer Poisson arrivals at this rate [requests/s] for the catalog's measurement "
     "window and judge the failure rules.",
 )

@@ -7,6 +7,7 @@ from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
+from backpressure.generator.cli.options import environment_error, show_notes
 from backpressure.generator.cli.plan import plan_command
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
@@ -17,6 +18,7 @@ from backpressure.generator.cli.sweep import sweep_command
 @click.version_option(package_name="backpressure")
 def cli() -> None:
     """Honest LLM-serving capacity: slots, ceilings and breaking points."""
+    show_notes()
 
 
 cli.add_command(estimate_command)
@@ -52,4 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         for problem in exc.problems:
             click.echo(f"backpressure: error: {problem}", err=True)
         return 2
+    except OSError as exc:  # the machine, not the input (a full or read-only disk): one line
+        error = environment_error(exc)
+        error.show()
+        return error.exit_code
     return code if isinstance(code, int) else 0

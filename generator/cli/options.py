@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import math
 import re
 from pathlib import Path
+from typing import Any
 
 import click
 from backpressure.catalog.errors import CatalogError
@@ -47,6 +50,7 @@ jobs_option = click.option(
 
 _CONTEXT = re.compile(r"(\d+)([kKmM]?)")
 _SUFFIX = {"": 1, "k": 1024, "m": 1024 * 1024}
+MAX_CONTEXT = 2**25  # far above any model's; more is a typo
 
 
 class ContextTokens(click.ParamType[int]):
@@ -62,14 +66,70 @@ class ContextTokens(click.ParamType[int]):
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> int:
         """The token count, or a usage error naming the value."""
-        if isinstance(value, int):
-            return value
         text = str(value).strip().replace(",", "").replace("_", "")
         match = _CONTEXT.fullmatch(text)
         tokens = int(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else 0
-        if tokens < 1:
-            self.fail(f"{value!r} is not a context length (tokens, or 8k, 128k, 1M)", param, ctx)
+        if not 1 <= tokens <= MAX_CONTEXT:
+            self.fail(
+                f"{value!r} is not a context length from 1 to {MAX_CONTEXT:,} tokens "
+                "(tokens, or 8k, 128k, 1M)",
+                param,
+                ctx,
+            )
         return tokens
 
 
 CONTEXT = ContextTokens()
+
+
+class Finite(click.FloatRange):
+    """A float flag that is a real number: ``nan``, ``inf`` and ``1e999`` are refused.
+
+    ``click.FloatRange`` lets NaN through any bound (every comparison with NaN
+    is false) and infinity through an open upper one.
+    """
+
+    name = "number"
+
+    def __init__(
+        self,
+        min: float | None = None,  # click's own parameter names
+        max: float | None = None,
+        min_open: bool = False,
+        max_open: bool = False,
+    ) -> None:
+        super().__init__(min, max, min_open, max_open, clamp=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse, refuse what is not finite, then check the range."""
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def positive(max: float) -> Finite:
+    """A finite number above 0 and at most ``max``."""
+    return Finite(min=0, max=max, min_open=True)
+
+
+def environment_error(exc: OSError) -> BadInput:
+    """A failure of the machine rather than of the input (read-only, full disk), as one line."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = f"{exc.filename}: " if exc.filename else ""
+    return BadInput(f"{where}{what}")
+
+
+class _Notes(logging.Handler):
+    """The library's warnings (a damaged cache recomputed, say) as one stderr line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"backpressure: note: {record.getMessage()}", err=True)
+
+
+def show_notes() -> None:
+    """Print what the ``backpressure`` logger warns about (once per process)."""
+    log = logging.getLogger("backpressure")
+    if not any(isinstance(h, _Notes) for h in log.handlers):
+        log.addHandler(_Notes(logging.WARNING))
+        log.setLevel(logging.WARNING)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, catalog_option, load
+from backpressure.generator.cli.options import BadInput, Finite, catalog_option, load, positive
 
 
 @click.command("simulate")
@@ -20,14 +20,14 @@ from backpressure.generator.cli.options import BadInput, catalog_option, load
 )
 @click.option(
     "--rps",
-    type=click.FloatRange(min=0, min_open=True),
+    type=positive(1e7),
     default=None,
     help="Load level in requests/s (default: the scenario's).",
 )
 @click.option(
     "--duration",
     "duration_s",
-    type=click.FloatRange(min=0.1, max=86_400),
+    type=Finite(min=0.1, max=86_400),
     default=None,
     help="Simulated seconds per run (default: the scenario's).",
 )

@@ -14,7 +14,6 @@ import functools
 from typing import Any, TypeVar
 
 import altair as alt
-
 from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.site.pages import RULE_LABELS, Limits
@@ -145,8 +144,9 @@ def tradeoff_chart() -> alt.LayerChart:
     line = (
         alt.Chart(alt.NamedData(name="tradeoff"))
         .mark_line(point=alt.OverlayMarkDef(size=30), color="#4c78a8")
-        .encode(x=x, y=y, order="users:Q",
-                tooltip=["users:Q", "per_user:Q", "total:Q", "ttft_ms:Q"])
+        .encode(
+            x=x, y=y, order="users:Q", tooltip=["users:Q", "per_user:Q", "total:Q", "ttft_ms:Q"]
+        )
     )
     labels = (
         alt.Chart(alt.NamedData(name="tradeoff"))
@@ -173,7 +173,8 @@ def timeline_chart() -> alt.FacetChart:
         .properties(width=_WIDTH, height=90)
         .facet(
             row=alt.Row(
-                "metric:N", title=None,
+                "metric:N",
+                title=None,
                 sort=["queue depth", "occupancy", "p99 TTFT [ms]", "requests lost"],
             )
         )
@@ -231,15 +232,27 @@ def _breaks(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
         return []
     lo, hi = row.breaking_rps_low, row.breaking_rps_high
     label = f"breaks: {RULE_LABELS.get(row.breaking_rule or '', '')}"
-    return [{"label": label, "rps": _sig(row.breaking_rps), "lo": _sig(lo or row.breaking_rps),
-             "hi": _sig(hi or row.breaking_rps)}]
+    return [
+        {
+            "label": label,
+            "rps": _sig(row.breaking_rps),
+            "lo": _sig(lo or row.breaking_rps),
+            "hi": _sig(hi or row.breaking_rps),
+        }
+    ]
 
 
 def _latency(row: ResultRow, c: Curves, lim: Limits) -> dict[str, list[dict[str, Any]]]:
-    """Latency percentiles over every offered request; a lost request makes one infinite,
-    and the chart leaves such points out rather than draw them lower."""
-    series = (("TTFT p50", c.ttft_p50_ms), ("TTFT p99", c.ttft_p99_ms),
-              ("latency p99", c.e2e_p99_ms))
+    """Latency percentiles over every offered request.
+
+    A lost request makes one infinite, and the chart leaves such points out
+    rather than draw them lower.
+    """
+    series = (
+        ("TTFT p50", c.ttft_p50_ms),
+        ("TTFT p99", c.ttft_p99_ms),
+        ("latency p99", c.e2e_p99_ms),
+    )
     latency = [
         {"series": name, "rps": _sig(x), "ms": _sig(y)}
         for name, ys in series
@@ -255,13 +268,18 @@ def _latency(row: ResultRow, c: Curves, lim: Limits) -> dict[str, list[dict[str,
         if y is not None and y > 0
     ]
     limits = [
-        {"kind": "slo", "label": f"p99 SLO {text.seconds(lim.p99_slo_ms / 1000)}",
-         "ms": lim.p99_slo_ms},
-        {"kind": "ttft", "label": f"TTFT budget {text.seconds(lim.ttft_budget_ms / 1000)}",
-         "ms": lim.ttft_budget_ms},
+        {
+            "kind": "slo",
+            "label": f"p99 SLO {text.seconds(lim.p99_slo_ms / 1000)}",
+            "ms": lim.p99_slo_ms,
+        },
+        {
+            "kind": "ttft",
+            "label": f"TTFT budget {text.seconds(lim.ttft_budget_ms / 1000)}",
+            "ms": lim.ttft_budget_ms,
+        },
     ]
-    return {"latency": latency, "latency_band": band, "limits": limits,
-            "breaks": _breaks(row, lim)}
+    return {"latency": latency, "latency_band": band, "limits": limits, "breaks": _breaks(row, lim)}
 
 
 def _occupancy(c: Curves) -> dict[str, list[dict[str, Any]]]:
@@ -280,13 +298,22 @@ def _occupancy(c: Curves) -> dict[str, list[dict[str, Any]]]:
 
 def _tradeoff(row: ResultRow, c: Curves) -> dict[str, list[dict[str, Any]]]:
     k = (row.serving_band_pct or 0) / 100
-    return {"tradeoff": [
-        {"users": u, "per_user": _sig(per), "total": _sig(total),
-         "lo": _sig(total * (1 - k)), "hi": _sig(total * (1 + k)), "ttft_ms": _sig(ttft)}
-        for u, per, total, ttft in zip(c.users, c.table_tokens_per_user, c.table_output_tps,
-                                       c.table_ttft_ms, strict=True)
-        if per > 0 and total > 0
-    ]}
+    return {
+        "tradeoff": [
+            {
+                "users": u,
+                "per_user": _sig(per),
+                "total": _sig(total),
+                "lo": _sig(total * (1 - k)),
+                "hi": _sig(total * (1 + k)),
+                "ttft_ms": _sig(ttft),
+            }
+            for u, per, total, ttft in zip(
+                c.users, c.table_tokens_per_user, c.table_output_tps, c.table_ttft_ms, strict=True
+            )
+            if per > 0 and total > 0
+        ]
+    }
 
 
 def _timeline(c: Curves) -> dict[str, list[dict[str, Any]]]:

@@ -23,8 +23,11 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
             f"{vllm.max_num_seqs:,} sequences and {vllm.max_num_batched_tokens:,} tokens a step, "
             f"{vllm.large_gpu_max_num_seqs:,} and {vllm.large_gpu_max_num_batched_tokens:,} on "
             f"GPUs with {vllm.large_gpu_memory_bytes / 1024**3:,.0f} GiB or more"
-            + (f" unless their name contains {vllm.small_defaults_name}"
-               if vllm.small_defaults_name else "")
+            + (
+                f" unless their name contains {vllm.small_defaults_name}"
+                if vllm.small_defaults_name
+                else ""
+            )
         )
     return {
         "contexts": ", ".join(f"{c:,}" for c in s.contexts),
@@ -79,7 +82,6 @@ def _runtime_rows(cat: Catalog) -> list[dict[str, str]]:
 
 def methodology_context(cat: Catalog) -> dict[str, Any]:
     """Calibration constants, quant bits, runtime profiles, settings and the band table."""
-    s = cat.settings
     heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value
     return {
         "root": "../",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
-from backpressure.generator.records import Curves, ResultRow, context_label
 from backpressure.generator import text
+from backpressure.generator.records import Curves, ResultRow, context_label
 from backpressure.generator.text import gib, params_b
 
 GIB = 1024**3
@@ -99,15 +99,18 @@ def provenance(cat: Catalog, row: ResultRow) -> dict[str, tuple[str, str]]:
         ),
         "overhead": (classify(rt_src), rt_src),
         "kv": (
-            ("config.json", cfg)
-            if exact
-            else ("assumed", heuristic.source if heuristic else "")
+            ("config.json", cfg) if exact else ("assumed", heuristic.source if heuristic else "")
         ),
         "decode": ("calibrated", cal.source if cal else ""),
-        "breaking": ("calibrated", "the runtime's scheduler simulated request by request over the "
-                     "calibrated step model (benchmarks/serving-report.txt)"),
-        "charts": ("calibrated", "the runtime's scheduler simulated request by request over the "
-                   "calibrated step model"),
+        "breaking": (
+            "calibrated",
+            "the runtime's scheduler simulated request by request over the "
+            "calibrated step model (benchmarks/serving-report.txt)",
+        ),
+        "charts": (
+            "calibrated",
+            "the runtime's scheduler simulated request by request over the calibrated step model",
+        ),
     }
 
 
@@ -157,9 +160,18 @@ class Limits:
         s = cat.settings
         floor = cat.calibration["min_stream_tokens_per_s"].value
         slo = s.p99_slo_ms or s.ttft_budget_ms + 1000.0 * s.output_tokens / floor
-        return cls(float(s.ttft_budget_ms), float(slo), s.availability, s.soak_utilization,
-                   float(s.soak_seconds), s.prompt_tokens, s.output_tokens,
-                   s.min_usable_tokens_per_s, floor, s.probe_requests)
+        return cls(
+            float(s.ttft_budget_ms),
+            float(slo),
+            s.availability,
+            s.soak_utilization,
+            float(s.soak_seconds),
+            s.prompt_tokens,
+            s.output_tokens,
+            s.min_usable_tokens_per_s,
+            floor,
+            s.probe_requests,
+        )
 
 
 RULE_KEYS = {
@@ -184,36 +196,58 @@ def breaking_points(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
     """
     seconds = text.seconds
     points = (
-        ("saturation_rps", "Saturation (closed loop)",
-         "the most requests per second the server completes, every slot of the profile busy"),
-        ("shed_onset_rps", "The queue starts shedding",
-         f"more than {text.share(1 - lim.availability)} of requests lost: the error budget"),
-        ("ttft_break_rps", f"TTFT breaks {seconds(lim.ttft_budget_ms / 1000)}",
-         "the 99th percentile of time to first token crosses the budget"),
-        ("p99_break_rps", f"p99 breaks the {seconds(lim.p99_slo_ms / 1000)} SLO",
-         "the 99th percentile of end-to-end latency crosses the SLO"),
-        ("soak_break_rps", "The soak fails",
-         f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
-         f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), or more offered than "
-         "the saturation rate: the queue would grow without bound"),
+        (
+            "saturation_rps",
+            "Saturation (closed loop)",
+            "the most requests per second the server completes, every slot of the profile busy",
+        ),
+        (
+            "shed_onset_rps",
+            "The queue starts shedding",
+            f"more than {text.share(1 - lim.availability)} of requests lost: the error budget",
+        ),
+        (
+            "ttft_break_rps",
+            f"TTFT breaks {seconds(lim.ttft_budget_ms / 1000)}",
+            "the 99th percentile of time to first token crosses the budget",
+        ),
+        (
+            "p99_break_rps",
+            f"p99 breaks the {seconds(lim.p99_slo_ms / 1000)} SLO",
+            "the 99th percentile of end-to-end latency crosses the SLO",
+        ),
+        (
+            "soak_break_rps",
+            "The soak fails",
+            f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
+            f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), "
+            "or more offered than the saturation rate: the queue would grow without bound",
+        ),
     )
     out = []
     pct = row.serving_band_pct or 0
     for key, label, meaning in points:
         value = getattr(row, key)
-        out.append({
-            "key": key, "label": label, "meaning": meaning, "value": value,
-            "low": None if value is None else value * (1 - pct / 100),
-            "high": None if value is None else value * (1 + pct / 100),
-            "headline": RULE_KEYS.get(row.breaking_rule or "") == key,
-        })
+        out.append(
+            {
+                "key": key,
+                "label": label,
+                "meaning": meaning,
+                "value": value,
+                "low": None if value is None else value * (1 - pct / 100),
+                "high": None if value is None else value * (1 + pct / 100),
+                "headline": RULE_KEYS.get(row.breaking_rule or "") == key,
+            }
+        )
     return out
 
 
 def profile(lim: Limits) -> str:
     """The request profile in words."""
-    return (f"every request sends {lim.prompt_tokens:,} prompt tokens and asks for "
-            f"{lim.output_tokens:,} output tokens")
+    return (
+        f"every request sends {lim.prompt_tokens:,} prompt tokens and asks for "
+        f"{lim.output_tokens:,} output tokens"
+    )
 
 
 def concurrency_rows(c: Curves | None) -> list[dict[str, Any]]:
@@ -221,11 +255,25 @@ def concurrency_rows(c: Curves | None) -> list[dict[str, Any]]:
     if c is None or not c.users:
         return []
     return [
-        {"users": u, "ttft_ms": ttft, "tpot_ms": tpot, "per_user": per, "total": total,
-         "rps": rps, "running": run}
+        {
+            "users": u,
+            "ttft_ms": ttft,
+            "tpot_ms": tpot,
+            "per_user": per,
+            "total": total,
+            "rps": rps,
+            "running": run,
+        }
         for u, ttft, tpot, per, total, rps, run in zip(
-            c.users, c.table_ttft_ms, c.table_tpot_ms, c.table_tokens_per_user,
-            c.table_output_tps, c.table_requests_per_s, c.table_running, strict=True)
+            c.users,
+            c.table_ttft_ms,
+            c.table_tpot_ms,
+            c.table_tokens_per_user,
+            c.table_output_tps,
+            c.table_requests_per_s,
+            c.table_running,
+            strict=True,
+        )
     ]
 
 

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from backpressure.catalog.scenario import PARTS_DIR
 from backpressure.engine.sim.model import TICK_S
-from backpressure.generator.site.chart_pack import pack
 from backpressure.generator.keys import SCENARIO_MODULE, code_digest, digest, files_digest
+from backpressure.generator.site import gate
+from backpressure.generator.site.chart_pack import pack
 from backpressure.generator.site.svg import sketch
 
 if TYPE_CHECKING:
@@ -55,13 +56,16 @@ def _per_second(rows: list[Any]) -> list[dict[str, Any]]:
 
 
 def _sim_version(parts: Path) -> str:
-    """Hash of the code a scenario run passes through (derived from this module's imports)
-    and of the part files it is wired from."""
+    """Hash of the code a scenario run passes through and of the part files it is wired from.
+
+    The code is derived from this module's imports.
+    """
     return digest(code_digest(SCENARIO_MODULE), files_digest(sorted(parts.glob("*.yaml")), parts))
 
 
-def scenario_contexts(folder: Path, cache: RenderCache | None = None,
-                      cat: Catalog | None = None) -> list[dict[str, Any]]:
+def scenario_contexts(
+    folder: Path, cache: RenderCache | None = None, cat: Catalog | None = None
+) -> list[dict[str, Any]]:
     """One page context per scenario file in ``folder``; empty if there is none.
 
     Parts and LLM capacity come from ``cat`` (its ``parts/`` folder and its
@@ -108,6 +112,9 @@ def _context(loaded: LoadedScenario, capacity: Capacity) -> dict[str, Any]:
     at = swept.breaking_rps or sc.load.level_rps
     result = run(build_spec(loaded, rps=at, capacity=capacity), sc.seed)
     health = _per_second(tick_rows(result))
+    gate.check_data(
+        f"scenario {sc.id}: chart data", {"breaking_rps": swept.breaking_rps, "health": health}
+    )
     return {
         "breaking_rps": swept.breaking_rps,
         "bottleneck": swept.bottleneck,

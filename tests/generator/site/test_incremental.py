@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.generator.site.publish import assemble
-from backpressure.generator import keys as site_keys
-from backpressure.generator.site import scenarios as site_scenarios, search as site_search
-from backpressure.generator.site.pages import nearest_fits, page_path
-from backpressure.generator.records import ResultRow
 from backpressure.generator.paths import TEMPLATES
-from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
+from backpressure.generator.records import ResultRow
+from backpressure.generator.site import scenarios as site_scenarios
+from backpressure.generator.site import search as site_search
 from backpressure.generator.site.build import BuildReport, build_site
+from backpressure.generator.site.pages import nearest_fits, page_path
+from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.publish.cache import RenderCache
-from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture
+
+from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture, write_sweep
 
 GPU = "rtx-4090"
 BANDWIDTH = "bandwidth_bytes_per_s: 1_008_000_000_000"
@@ -173,8 +172,11 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     assert f"gpu/{GPU}/index.html" in hubs  # the spec table shows the bandwidth
     assert scenario in hubs
     assert hubs <= allowed
-    for untouched in ("methodology/index.html", "gpu/h100-sxm/index.html",
-                      "scenario/app-postgres/index.html"):
+    for untouched in (
+        "methodology/index.html",
+        "gpu/h100-sxm/index.html",
+        "scenario/app-postgres/index.html",
+    ):
         assert after[untouched] == before[untouched]
 
     # And the result is exactly what a build from scratch gives.
@@ -220,8 +222,9 @@ def _edit_code(monkeypatch: pytest.MonkeyPatch, rel: str) -> None:
     real = keys.read_bytes
     edited = keys.ROOT / rel
     assert edited.is_file()
-    monkeypatch.setattr(keys, "read_bytes",
-                        lambda p: real(p) + (b"\n# edited\n" if p == edited else b""))
+    monkeypatch.setattr(
+        keys, "read_bytes", lambda p: real(p) + (b"\n# edited\n" if p == edited else b"")
+    )
 
 
 def _count_runs(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[object]]:
@@ -310,8 +313,7 @@ def test_evil_permalink_fails_and_nothing_escapes(project):
     before = snapshot(project.out)
     rows = make_rows(cat=load_catalog(project.catalog))
     evil = [dataclasses.replace(rows[0], permalink="../../escaped/"), *rows[1:]]
-    (project.sweep / RESULTS).write_text(results_csv(evil))
-    (project.sweep / CURVES).write_text(curves_jsonl(_curves(r) for r in rows))
+    write_sweep(project.sweep, evil, [_curves(r) for r in rows])
     with pytest.raises(assemble.SiteError, match="outside the site"):
         project.build()
     assert snapshot(project.out) == before
@@ -391,7 +393,8 @@ def test_losing_the_cache_costs_renders_not_correctness(project):
     assert len(report.rendered) == len(project.rows)
     assert report.changed == ()
     assert snapshot(project.out) == before  # same bytes, so the same stored files
-    shutil.rmtree(project.root / "site.cache")
+    # (moved away first: the last build's trash remover may still be deleting in there)
+    (project.root / "site.cache").rename(project.root / "lost-cache")
     report = project.build()
     assert len(report.rendered) == len(project.rows)
     assert report.changed == ()
@@ -444,10 +447,13 @@ def test_scenario_pages_follow_the_catalog_given(tmp_path: Path, cat: Catalog) -
     assert old is not None
     slower = int(old.group(1).replace("_", "")) // 2
     gpu.write_text(text.replace(old.group(0), f"bandwidth_bytes_per_s: {slower}"), encoding="utf-8")
-    ours = {c["id"]: c for c in site_scenarios.scenario_contexts(
-        root / "scenarios", cat=load_catalog(root))}
-    bundled = {c["id"]: c for c in site_scenarios.scenario_contexts(
-        cat.root / "scenarios", cat=cat)}
+    ours = {
+        c["id"]: c
+        for c in site_scenarios.scenario_contexts(root / "scenarios", cat=load_catalog(root))
+    }
+    bundled = {
+        c["id"]: c for c in site_scenarios.scenario_contexts(cat.root / "scenarios", cat=cat)
+    }
     assert ours["llm-7b-q4-24gb"]["report"] != bundled["llm-7b-q4-24gb"]["report"]
     assert ours["app-postgres"] == bundled["app-postgres"]
 
@@ -460,14 +466,14 @@ def test_an_edit_that_moves_numbers_keeps_the_config_search_index(project, monke
     indexed: list[str | None] = []
     real = site_search.index
 
-    def counting(site_dir: Path, output: Path | None = None, glob: str | None = None) -> None:
-        indexed.append(glob)
-        real(site_dir, output, glob)
+    def counting(site_dir: Path, pages: list[str], output: Path) -> None:
+        indexed.append(output.name)
+        real(site_dir, pages, output)
 
     monkeypatch.setattr(site_search, "index", counting)
     project.edit_gpu(BANDWIDTH, "bandwidth_bytes_per_s: 1_200_000_000_000")
     report = project.build()
-    assert indexed == [site_search.OTHER_GLOB]
+    assert indexed == [site_search.DIR]
     after = snapshot(project.out)
     bundle = {f for f in before if f.startswith("pagefind-configs/")}
     assert bundle
