@@ -12,9 +12,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from backpressure.catalog import hf_hybrid
-from backpressure.catalog.config_bounds import config_shape_problem, read_config_json, show
-from backpressure.catalog.hf_fields import (
+from backpressure.catalog.config_bounds import (
     ConfigError,
+    config_shape_problem,
+    read_config_json,
+    show,
+)
+from backpressure.catalog.hf_fields import (
     Layer,
     assemble,
     bool_,

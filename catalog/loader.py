@@ -189,7 +189,7 @@ def _parse_archs(
     return archs
 
 
-CALIBRATION_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,79}$")
+CALIBRATION_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,79}$")  # runtime ids hold dots (llama.cpp)
 
 
 def _load_calibration(root: Path, problems: list[Problem]) -> dict[str, Calibration]:

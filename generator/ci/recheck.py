@@ -45,14 +45,14 @@ class Checker:
     """Recomputes configs and compares every file a reader sees of them under ``site``."""
 
     def __init__(self, cat: Catalog, site: Path, site_url: str, site_name: str) -> None:
-        from backpressure.generator.site.methodology import slo_ms
+        from backpressure.generator.site.pages import Limits
         from backpressure.generator.site.render import make_env
 
         self.cat, self.site, self.site_url, self.site_name = cat, site, site_url, site_name
         self.keys = InputKeys(cat)
         self.combos = {c.id: c for c in enumerate_combos(cat)}
         self.env = make_env()
-        self.slo = slo_ms(cat)
+        self.lim = Limits.of(cat)
         self.cell = self.env.get_template("pages/_cell.md.j2").module.cell  # type: ignore[attr-defined]
         self._index: dict[str, str] | None = None
         self._home: tuple[str, int, frozenset[str]] | None = None
@@ -128,7 +128,7 @@ class Checker:
         others = [r for r in rows if r.config_id != cid]
         m = SiteModel(self.cat, [row, *others], {cid: curves}, self.site_url, scenarios=[])
         found += self._check_json(cid, configs.config_json(row))
-        title, desc, body = configs.render_config(self.env, m, row, self.slo)
+        title, desc, body = configs.render_config(self.env, m, row, self.lim)
         page_rel = page_path(row.permalink)
         page = self.page(page_rel)
         if page.count(body) != 1:
@@ -137,7 +137,7 @@ class Checker:
         head = f"<title>{html_escape(title, quote=True)} - {html_escape(self.site_name)}</title>"
         if head not in page or f'content="{html_escape(desc, quote=True)}"' not in page:
             found.append(Finding(page_rel, "title or description differs"))
-        svg = badge(*configs.badge_parts(row), row.fits)
+        svg = badge(*configs.badge_parts(row), row.breaking_rps is not None)
         badge_rel = row.permalink + "badge.svg"
         published_svg = read_bytes(self.site / badge_rel).decode("utf-8", errors="replace")
         if published_svg != svg:
@@ -180,12 +180,8 @@ class Checker:
             present = {c.model for c in combos}
             models = [m for m in HEADLINE_MODELS if m in present] or sorted(present)[:4]
             self._home = (quant, ctx, frozenset(models))
-        quant, ctx, models = self._home
-        return (row.quant, row.context, row.kv_dtype) == (
-            quant,
-            ctx,
-            "auto",
-        ) and row.model in models
+        quant, ctx, shown = self._home
+        return (row.quant, row.context, row.kv_dtype) == (quant, ctx, "auto") and row.model in shown
 
     def _check_json(self, cid: str, expected: str) -> list[Finding]:
         rel = f"api/configs/{cid}.json"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option, load
-from backpressure.generator.cli.sweep import make_progress
+from backpressure.generator.cli.progress import make_progress
 
 if TYPE_CHECKING:
     from backpressure.catalog.loader import Catalog
@@ -51,7 +51,7 @@ def _stale(cat: Catalog, sweep: Sweep) -> int:
     for cid, gpu, model, quant, runtime, ctx, kv in sweep.results[cols].itertuples(index=False):
         combo = Combo(str(gpu), str(model), str(quant), str(runtime), int(ctx), str(kv))
         # keys.Config declares its fields settable; a frozen Combo is what the sweep passes too
-        stale += sweep.inputs.get(str(cid)) != keys.cache_key(combo)  # type: ignore[arg-type]
+        stale += sweep.inputs.get(str(cid)) != keys.cache_key(combo)
     return stale
 
 
