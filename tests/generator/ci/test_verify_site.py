@@ -68,7 +68,9 @@ def test_an_untouched_site_verifies_whole_and_sampled(built, capsys):
 
 
 def _slots_in_page(page: Path) -> str:
-    m = re.search(r"<td>KV slots \(worst case\)</td><td>(\d+)</td>", page.read_text(encoding="utf-8"))
+    m = re.search(
+        r"<td>KV slots \(worst case\)</td><td>(\d+)</td>", page.read_text(encoding="utf-8")
+    )
     assert m
     return m.group(1)
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import html as html_module
+import json
 import re
 import shutil
 from pathlib import Path
