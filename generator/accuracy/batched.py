@@ -62,6 +62,18 @@ class BatchedCase:
     n_ubatch: int
     measured: Mapping[str, float]
 
+    # What the report and the accuracy page print for a run (as for a serving case).
+    gpus = 1
+    framework = "llama.cpp"
+    version = "llama-batched-bench"
+    rate = None
+    v1 = False
+
+    @property
+    def users(self) -> int:
+        """Sequences decoding at once [-]."""
+        return self.batch
+
 
 def _num(text: str) -> float | None:
     try:
@@ -125,7 +137,8 @@ def _case(
     for bad, why in checks:
         if bad:
             return why, None
-    assert gpu and model and quant and pp and tg and b and n_kv and t_tg and s_tg
+    if not (gpu and model and quant and pp and tg and b and n_kv and t_tg and s_tg):
+        return "incomplete row", None  # the checks above rule it out; this narrows the types
     batch = _BATCH.search(r["flags"])
     ubatch = _UBATCH.search(r["flags"])
     n_batch = int(batch.group(1)) if batch else 2048  # llama.cpp's default -b
