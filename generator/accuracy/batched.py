@@ -187,7 +187,8 @@ def cost_for(
     cost = step_cost(cfg.device, cfg.runtime, cfg.fmt, c, cfg.arch, cap)
     if cost is not None:
         return cost, True
-    unbounded = dataclasses.replace(cfg.device, bf16_flops_per_s=math.inf)
+    # 1e30 FLOP/s: the compute term vanishes (the field holds whole FLOP/s)
+    unbounded = dataclasses.replace(cfg.device, bf16_flops_per_s=10**30)
     cost = step_cost(unbounded, cfg.runtime, cfg.fmt, c, cfg.arch, cap)
     return (cost, False) if cost is not None else None
 
