@@ -1,4 +1,4 @@
-"""Fit the serving step model's host-side and compute constants on published vLLM runs.
+"""Fit the serving step model's constants on the fit half of published serving runs.
 
 The datasheets and llama-bench rows give bandwidth and per-layer costs; what
 they cannot give is what a busy vLLM server adds: the compute efficiency of a
@@ -8,9 +8,14 @@ half of the dense vLLM V1 cases (curves chosen by hash, see
 ``generator.accuracy.serving``), each curve weighing the same, minimising the
 median |log(predicted / measured)| of TTFT, TPOT and output tokens/s.
 
-Then, per kind of config (vLLM dense, vLLM MoE), the band that covers 90 % of
-the *fit* half's points: a band is a claim about data it was not fitted to,
-and ``benchmarks/serving_report.py`` checks it on the held-out half.
+Then, with those fixed, the MoE kernel efficiency (``serving_moe_efficiency_vllm``:
+the share of dense peak the grouped expert GEMMs reach) on the fit half of the
+MoE vLLM V1 cases alone; and the llama.cpp decode constants (its bandwidth
+factor and per-sequence host time) on the fit half of the ``llama-batched-bench``
+curves (``generator.accuracy.batched``).
+
+The bands (``serving_band_pct_*``) are set by ``benchmarks/serving_report.py``
+from the same fit half's errors and judged there on the held-out half.
 
 Run: ``python benchmarks/fit_serving.py`` (prints the values to put in
 ``catalog/calibration.yaml``).
@@ -25,7 +30,7 @@ from dataclasses import replace
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.serving.model import StepCost
 from backpressure.generator import resolve
-from backpressure.generator.accuracy.report import quantile
+from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.serving import (
     METRICS,
     Case,
@@ -118,6 +123,99 @@ def fit(cat: Catalog, prepared: list[tuple[Case, Replay]]) -> tuple[dict[str, fl
     return theta, best
 
 
+MOE_GRID = [0.01 * 1.25**i for i in range(22)]  # 1 % to 100 % of dense peak, log-spaced
+
+
+def fit_moe(
+    cat: Catalog, prepared: list[tuple[Case, Replay]], theta: dict[str, float]
+) -> tuple[float, float]:
+    """The MoE kernel efficiency over a log grid, then halving steps; returns it and the loss.
+
+    ``prepared`` were built with the efficiency at 1.0, so a trial scales the
+    expert compute of each case's step cost by the value tried.
+    """
+    k = resolve.constants(cat)
+    mfu0 = k.serving_compute_efficiency["vllm"]
+    bw0 = k.serving_bandwidth_factor["vllm"]
+    weight: dict[str, int] = {}
+    for c, _ in prepared:
+        weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
+
+    def loss(eff: float) -> float:
+        num = den = 0.0
+        for c, p in prepared:
+            base = cost_with(p.server.cost, mfu0, bw0, theta)
+            pred = run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
+            for m in METRICS:
+                if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:
+                    e = math.log(pred[m] / c.measured[m])
+                    num += min(abs(e), CLIP) / weight[c.curve]
+                    den += 1.0 / weight[c.curve]
+        return num / den
+
+    best_eff = min(MOE_GRID, key=loss)
+    best = loss(best_eff)
+    step = best_eff * 0.125
+    for _ in range(4):
+        for trial in (best_eff - step, best_eff + step):
+            if 0.005 <= trial <= 1.0 and (value := loss(trial)) < best - 1e-9:
+                best, best_eff = value, trial
+        step /= 2
+    return best_eff, best
+
+
+LLAMA_STEPS = {"bw": 0.1, "seq": 20e-6, "step": 1e-3}
+LLAMA_BOUNDS = {"bw": (0.4, 1.5), "seq": (0.0, 1e-3), "step": (0.0, 20e-3)}
+
+
+def fit_llama(cat: Catalog) -> tuple[dict[str, float], float, int]:
+    """llama.cpp's bandwidth factor, per-sequence and per-step host time on the fit half.
+
+    Fitted on the decode of the fit-half ``llama-batched-bench`` curves (TPOT and
+    S_TG; their device has no compute figure, so the prompt phase is not used).
+    """
+    cases, _ = batched.load_batched(cat)
+    base = []
+    for c in cases:
+        if not c.holdout and (got := batched.cost_for(cat, c)) is not None:
+            base.append((c, got))
+    bw0 = resolve.constants(cat).serving_bandwidth_factor.get("llama.cpp", 1.0)
+
+    def loss(theta: dict[str, float]) -> float:
+        errs = []
+        for c, (cost, compute) in base:
+            trial = replace(
+                cost,
+                bandwidth_bytes_per_s=cost.bandwidth_bytes_per_s / bw0 * theta["bw"],
+                seq_overhead_s=theta["seq"],
+                step_overhead_s=theta["step"],
+            )
+            pred = batched.predict(c, trial, compute)
+            errs += [abs(math.log(pred[m] / v)) for m, v in c.measured.items() if m in pred]
+        return sum(min(e, CLIP) for e in errs) / len(errs)
+
+    k = resolve.constants(cat)
+    theta = {
+        "bw": bw0,
+        "seq": k.seq_overhead_s.get("llama.cpp", 0.0),
+        "step": k.step_overhead_s.get("llama.cpp", 0.0),
+    }
+    best = loss(theta)
+    steps = dict(LLAMA_STEPS)
+    for _ in range(6):
+        improved = True
+        while improved:
+            improved = False
+            for key in theta:
+                for sign in (1, -1):
+                    lo, hi = LLAMA_BOUNDS[key]
+                    trial = {**theta, key: min(hi, max(lo, theta[key] + sign * steps[key]))}
+                    if (value := loss(trial)) < best - 1e-9:
+                        best, theta, improved = value, trial, True
+        steps = {k: v / 2 for k, v in steps.items()}
+    return theta, best, len(base)
+
+
 def main() -> int:
     cat = load_catalog()
     cases, _ = load_cases(cat)
@@ -134,22 +232,22 @@ def main() -> int:
     print(f"mean clipped |log error| {best:.3f}; median |error| {math.expm1(med) * 100:.0f} %")
     for k, v in theta.items():
         print(f"  {k:8s} {v:.6g}")
-    # The band on rates: 90 % of the fit half's throughput errors (dense and MoE
-    # apart); the report checks it on the other half.
-    fit_half = [c for c in cases if c.v1 and not c.holdout]
-    for kind, moe in (("dense", False), ("moe", True)):
-        group = [
-            (c, p)
-            for c in fit_half
-            if cat.archs[c.model].is_moe == moe
-            if (p := prepare(cat, c)) is not None
-        ]
-        errs = [abs(math.expm1(e)) for _, m, e in errors(cat, group, theta) if m == "output_tps"]
-        if errs:
-            print(
-                f"serving_band_pct_vllm_{kind}: p90 |output tokens/s error| "
-                f"{100 * quantile(errs, 0.9):.1f} % over {len(errs)} fit-half points"
-            )
+    # The MoE kernel efficiency, on the MoE fit half only, with the dense fit fixed.
+    moe_consts = replace(
+        resolve.constants(cat), serving_moe_efficiency={"vllm": 1.0, "llama.cpp": 1.0}
+    )
+    moe = [c for c in cases if c.v1 and not c.holdout and cat.archs[c.model].is_moe]
+    moe_prepared = [(c, p) for c in moe if (p := prepare(cat, c, moe_consts)) is not None]
+    eff, moe_loss = fit_moe(cat, moe_prepared, theta)
+    print(
+        f"MoE: {len(moe_prepared)} fit-half MoE vLLM V1 cases in "
+        f"{len({c.curve for c, _ in moe_prepared})} curves; "
+        f"serving_moe_efficiency_vllm {eff:.4g} (mean clipped |log error| {moe_loss:.3f})"
+    )
+    llama, llama_loss, n = fit_llama(cat)
+    print(f"llama.cpp: {n} fit-half llama-batched-bench rows; loss {llama_loss:.3f}")
+    for k, v in llama.items():
+        print(f"  {k:8s} {v:.6g}")
     return 0
 
 

@@ -150,7 +150,8 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
         return capacity
     return Band(
         data,
-        f"90 % of the published {label} serving runs fall within ±{data} % "
+        f"published {label} serving runs need ±{data} % (set on the fitted half, "
+        "checked on the held-out half) "
         f"(capacity alone would give ±{capacity.pct} %)",
     )
 

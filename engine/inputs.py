@@ -105,3 +105,5 @@ class Constants:
     request_latency_s: dict[str, float] = field(default_factory=dict)
     # Fixed cost of one MoE layer's routing and expert dispatch per decode step [s].
     moe_layer_overhead_s: dict[str, float] = field(default_factory=dict)
+    # Share of dense peak FLOP/s the grouped expert GEMMs of a serving step reach, by scheduler.
+    serving_moe_efficiency: dict[str, float] = field(default_factory=dict)

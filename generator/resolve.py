@@ -78,6 +78,7 @@ def constants(cat: Catalog) -> Constants:
         seq_overhead_s=group("seq_overhead_s_"),
         request_overhead_s=group("request_overhead_s_"),
         request_latency_s=group("request_latency_s_"),
+        serving_moe_efficiency=group("serving_moe_efficiency_"),
     )
 
 

@@ -2,7 +2,9 @@
 
 Each iteration the scheduler picks the next step's mix of decode tokens and
 prompt chunks the way its runtime does (SPEC §4), the step model prices it
-(:func:`backpressure.engine.serving.step.step_time`), time advances by that
+(:func:`backpressure.engine.serving.step.step_time`, inlined here: numba's
+cache keys on this file, so a change to the step model must touch this file
+too, or a stale compiled loop keeps the old one), time advances by that
 much, and the requests the step touched move on: a prompt whose last chunk ran
 gets its first token, a sequence that reached its output length finishes and
 frees its KV, arrivals join the waiting queue.

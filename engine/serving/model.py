@@ -63,7 +63,8 @@ class StepCost:
 
         memory  = (n W(t / n) + K kv_read + prefix kv_read + b state) / bandwidth
         compute = (flops_per_token t + attn_flops_per_pair (K + pairs)) / flops
-        device  = max(memory, compute) + n pass_overhead + all-reduce
+                  + expert_flops_per_token t / moe_flops
+        device  = max(memory, compute) + n pass_overhead + all-reduce + dispatch
         step    = max(device, step_overhead + s seq_overhead)
 
     with ``t = b + p`` tokens, ``W(t) = weight_bytes + expert_bytes E(t)`` the
@@ -90,7 +91,8 @@ class StepCost:
     bandwidth_bytes_per_s : float
         Memory bandwidth a step achieves (datasheet times efficiency) [bytes/s].
     flops_per_token : float
-        Matrix FLOPs per token, ``2 x active parameters`` [FLOP].
+        Matrix FLOPs per token outside the routed experts, ``2 x`` the active
+        parameters that are not routed experts [FLOP].
     attn_flops_per_pair : float
         Attention FLOPs per query-key pair over all layers and heads [FLOP].
     flops_per_s : float
@@ -118,6 +120,18 @@ class StepCost:
     state_read_bytes_per_seq : float
         Recurrent state (linear attention, Mamba layers) each decoding sequence
         reads and writes back once a step [bytes]; 0 for attention-only models.
+    expert_flops_per_token : float
+        Matrix FLOPs per token in the routed experts, ``2 x k x`` one expert's
+        parameters summed over the MoE layers [FLOP]; 0 for dense models.
+    moe_flops_per_s : float
+        Compute the grouped expert GEMMs achieve (dense peak times the MoE kernel
+        efficiency): each touched expert multiplies only the few tokens routed to
+        it, far from the shapes that reach a dense GEMM's rate [FLOP/s].
+    dispatch_s : float
+        Expert parallelism over several GPUs: latency of a step's all-to-alls
+        (dispatch and combine, two per MoE layer) [s].
+    dispatch_s_per_token : float
+        Expert parallelism: link time per token of those all-to-alls [s].
     """
 
     weight_bytes: float
@@ -139,6 +153,10 @@ class StepCost:
     request_overhead_s: float = 0.0
     request_latency_s: float = 0.0
     state_read_bytes_per_seq: float = 0.0
+    expert_flops_per_token: float = 0.0
+    moe_flops_per_s: float = 1.0
+    dispatch_s: float = 0.0
+    dispatch_s_per_token: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

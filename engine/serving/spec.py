@@ -72,6 +72,74 @@ def scheduler(
     )
 
 
+def all_reduce(
+    device: Device,
+    constants: Constants,
+    gpus: int,
+    layers: int,
+    hidden: int,
+    per_layer: int = 2,
+) -> tuple[float, float]:
+    """Latency [s] and link time per token [s] of ``per_layer`` all-reduces in ``layers`` layers.
+
+    A ring all-reduce of one token's ``hidden`` activations moves
+    ``2 (g - 1) / g`` of them over each GPU's link.
+    """
+    if gpus <= 1 or not device.interconnect or layers <= 0:
+        return 0.0, 0.0
+    latency = per_layer * layers * constants.allreduce_latency_s[device.interconnect]
+    link = device.interconnect_bandwidth_bytes_per_s
+    if not link:
+        return latency, 0.0
+    ring = 2 * (gpus - 1) / gpus
+    return latency, per_layer * layers * hidden * ACTIVATION_BYTES * ring / link
+
+
+def remote_gpus(gpus: int, experts_per_token: int) -> float:
+    """Expected GPUs other than its own that hold at least one of a token's ``k`` experts.
+
+    With the experts dealt evenly over ``g`` GPUs and routing uniform, each pick
+    lands on a given other GPU with probability ``1/g``, so that GPU is missed by
+    all ``k`` with ``(1 - 1/g)^k``: ``(g - 1)(1 - (1 - 1/g)^k)`` (repeated
+    multiplication, no ``pow``: the same bits everywhere).
+
+    >>> remote_gpus(2, 1)
+    0.5
+    >>> remote_gpus(8, 1) < remote_gpus(8, 8) < 7
+    True
+    """
+    miss = 1.0
+    for _ in range(experts_per_token):
+        miss = miss * (1.0 - 1.0 / gpus)
+    return (gpus - 1) * (1.0 - miss)
+
+
+def expert_dispatch(
+    device: Device,
+    constants: Constants,
+    gpus: int,
+    moe_layers: int,
+    hidden: int,
+    experts_per_token: int,
+) -> tuple[float, float]:
+    """Latency [s] and link time per token [s] of the expert-parallel all-to-alls.
+
+    Every MoE layer sends each token's ``hidden`` activations to the other GPUs
+    that hold one of its experts (dispatch) and brings the results back
+    (combine): two all-to-alls, each moving :func:`remote_gpus` copies per token
+    over the link, each as slow to start as a small all-reduce
+    (``allreduce_latency_s_<link>``).
+    """
+    if gpus <= 1 or not device.interconnect or moe_layers <= 0:
+        return 0.0, 0.0
+    latency = 2 * moe_layers * constants.allreduce_latency_s[device.interconnect]
+    link = device.interconnect_bandwidth_bytes_per_s
+    if not link:
+        return latency, 0.0
+    copies = remote_gpus(gpus, experts_per_token)
+    return latency, 2 * moe_layers * hidden * ACTIVATION_BYTES * copies / link
+
+
 def step_cost(
     device: Device,
     runtime: Runtime,
@@ -109,20 +177,25 @@ def step_cost(
         window_bytes = per_layer * len(windowed)
         window = max(windowed, default=0)
     overhead = pass_overhead_s(device, constants, arch)
-    allreduce, per_token = 0.0, 0.0
-    if gpus > 1 and device.interconnect:
-        allreduce = 2 * layers * constants.allreduce_latency_s[device.interconnect]
-        if device.interconnect_bandwidth_bytes_per_s:
-            hidden = arch.hidden_size if arch is not None else 4096
-            ring = 2 * (gpus - 1) / gpus
-            per_token = (
-                2
-                * layers
-                * hidden
-                * ACTIVATION_BYTES
-                * ring
-                / device.interconnect_bandwidth_bytes_per_s
-            )
+    hidden = arch.hidden_size if arch is not None else 4096
+    moe_layers = experts.moe_layers if experts is not None else 0
+    allreduce, per_token = all_reduce(device, constants, gpus, layers - moe_layers, hidden)
+    dispatch, dispatch_token = 0.0, 0.0
+    if experts is not None and gpus > 1:
+        # The MoE layers' experts are spread over the GPUs (expert parallel):
+        # each MoE layer's all-reduce gives way to a dispatch and a combine.
+        attn_reduce, attn_token = all_reduce(device, constants, gpus, moe_layers, hidden, 1)
+        allreduce, per_token = allreduce + attn_reduce, per_token + attn_token
+        dispatch, dispatch_token = expert_dispatch(
+            device, constants, gpus, moe_layers, hidden, experts.experts_per_token
+        )
+    compute_eff = constants.serving_compute_efficiency.get(
+        runtime.scheduler, constants.prefill_compute_efficiency
+    )
+    moe_eff = constants.serving_moe_efficiency.get(runtime.scheduler)
+    routed_flops = 0.0
+    if experts is not None and moe_eff is not None:
+        routed_flops = 2.0 * experts.moe_layers * experts.experts_per_token * experts.expert_params
     return StepCost(
         weight_bytes=dense_bytes,
         expert_bytes=expert_bytes,
@@ -136,12 +209,9 @@ def step_cost(
         * constants.serving_bandwidth_factor.get(runtime.scheduler, 1.0)
         * device.bandwidth_bytes_per_s
         * gpus,
-        flops_per_token=2.0 * streamed,
+        flops_per_token=2.0 * streamed - routed_flops,
         attn_flops_per_pair=4.0 * layers * heads * head_dim,
-        flops_per_s=constants.serving_compute_efficiency.get(
-            runtime.scheduler, constants.prefill_compute_efficiency
-        )
-        * flops,
+        flops_per_s=compute_eff * flops,
         pass_overhead_s=overhead,
         step_overhead_s=constants.step_overhead_s.get(runtime.scheduler, 0.0),
         allreduce_s=allreduce,
@@ -149,6 +219,10 @@ def step_cost(
         seq_overhead_s=constants.seq_overhead_s.get(runtime.scheduler, 0.0),
         request_overhead_s=constants.request_overhead_s.get(runtime.scheduler, 0.0),
         request_latency_s=constants.request_latency_s.get(runtime.scheduler, 0.0),
+        expert_flops_per_token=routed_flops,
+        moe_flops_per_s=(moe_eff or compute_eff) * flops,
+        dispatch_s=dispatch,
+        dispatch_s_per_token=dispatch_token,
     )
 
 

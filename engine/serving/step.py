@@ -3,8 +3,10 @@
 One formula serves every runtime (SPEC §4): a step's memory time (the weights
 once per pass, for MoE only the distinct experts its tokens touch, and every
 cached token attention reads) against its compute time (two FLOPs per active
-parameter per token, plus attention), whichever is larger, plus fixed per-pass
-overheads and the tensor-parallel all-reduces; and the host's work for the step
+parameter per token, plus attention; a MoE model's routed experts at the
+grouped-GEMM rate), whichever is larger, plus fixed per-pass overheads, the
+tensor-parallel all-reduces and, for MoE over several GPUs, the all-to-alls
+that send tokens to their experts and back; and the host's work for the step
 (scheduling, and per sequence preparing inputs, sampling, streaming the token
 out), which overlaps the device's, so the slower of the two sets the pace.
 
@@ -27,7 +29,8 @@ Array = npt.NDArray[np.float64]
 W_DENSE, W_EXPERT, KV_FULL, KV_WINDOW, WINDOW, BANDWIDTH = 0, 1, 2, 3, 4, 5
 FLOPS_TOKEN, FLOPS_PAIR, FLOPS, PASS_S, STEP_S, AR_S, AR_TOKEN_S = 6, 7, 8, 9, 10, 11, 12
 SEQ_S, REQUEST_S, LATENCY_S, STATE = 13, 14, 15, 16
-COST_FIELDS = 17
+EXPERT_FLOPS_TOKEN, MOE_FLOPS, A2A_S, A2A_TOKEN_S = 17, 18, 19, 20
+COST_FIELDS = 21
 MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
 
 
@@ -52,6 +55,10 @@ def pack(cost: StepCost) -> Array:
     out[REQUEST_S] = cost.request_overhead_s
     out[LATENCY_S] = cost.request_latency_s
     out[STATE] = cost.state_read_bytes_per_seq
+    out[EXPERT_FLOPS_TOKEN] = cost.expert_flops_per_token
+    out[MOE_FLOPS] = cost.moe_flops_per_s
+    out[A2A_S] = cost.dispatch_s
+    out[A2A_TOKEN_S] = cost.dispatch_s_per_token
     out.flags.writeable = False
     return out
 
@@ -159,7 +166,11 @@ def step_parts(
     kv = (kv_tokens + prefix_tokens) * cost[KV_FULL] + (windowed + prefix_tokens) * cost[KV_WINDOW]
     memory = (weights + kv + decode * cost[STATE]) / cost[BANDWIDTH]
     compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kv_tokens + pairs)) / cost[FLOPS]
-    device = max(memory, compute) + passes * cost[PASS_S] + cost[AR_S] + tokens * cost[AR_TOKEN_S]
+    if cost[EXPERT_FLOPS_TOKEN] > 0.0:
+        # the grouped expert GEMMs run after the dense ones, at their own rate
+        compute = compute + cost[EXPERT_FLOPS_TOKEN] * tokens / cost[MOE_FLOPS]
+    link = cost[AR_S] + tokens * cost[AR_TOKEN_S] + cost[A2A_S] + tokens * cost[A2A_TOKEN_S]
+    device = max(memory, compute) + passes * cost[PASS_S] + link
     # The host prepares the next step while the device runs this one: the slower binds.
     host = cost[STEP_S] + seqs * cost[SEQ_S]
     if host > device:

@@ -8,10 +8,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
-from backpressure.generator.accuracy.report import LABELS, Point, points, summarise
+from backpressure.generator.accuracy.batched import load_batched
+from backpressure.generator.accuracy.report import (
+    LABELS,
+    Point,
+    batched_points,
+    kind_of,
+    points,
+    summarise,
+)
 from backpressure.generator.accuracy.serving import METRICS, load_cases
 
 WORST = 25  # misses listed by name on the page
+PAGE_BAND_CAP = 90.0  # the pages never publish a serving band wider than this [%]
 
 
 def serving_bands(cat: Catalog) -> dict[str, float]:
@@ -20,7 +29,7 @@ def serving_bands(cat: Catalog) -> dict[str, float]:
     for key, cal in cat.calibration.items():
         if key.startswith("serving_band_pct_"):
             scheduler, _, kind = key.removeprefix("serving_band_pct_").rpartition("_")
-            out[f"{scheduler}:{kind}"] = min(cal.value, 90.0)
+            out[f"{scheduler}:{kind}"] = min(cal.value, PAGE_BAND_CAP)
     return out
 
 
@@ -33,7 +42,27 @@ def _band_for(cat: Catalog, bands: dict[str, float]) -> dict[str, float]:
                 key = f"vllm:{'moe' if kind == 'MoE' else 'dense'}"
                 if key in bands:
                     out[f"{runtime} · {device} · {kind}"] = bands[key]
+    for device in ("consumer", "datacenter", "unified"):
+        for kind in ("dense", "MoE"):
+            key = f"llama.cpp:{'moe' if kind == 'MoE' else 'dense'}"
+            if key in bands:
+                out[f"llama.cpp · {device} · {kind}"] = bands[key]
     return out
+
+
+def all_points(cat: Catalog) -> tuple[list[Point], int, Counter[str]]:
+    """Serving runs and batched-bench rows against the engine, with the published bands.
+
+    Returns the points, the number of cases and why the other rows were left out.
+    """
+    bands = _band_for(cat, serving_bands(cat))
+    cases, skipped = load_cases(cat)
+    rows, batched_skipped = load_batched(cat)
+    pts = points(cat, bands, cases) + batched_points(cat, bands, rows)
+    why = Counter(skipped)
+    for reason, n in batched_skipped.items():
+        why[f"llama-batched-bench: {reason}"] += n
+    return pts, len(cases) + len(rows), why
 
 
 def _summary_rows(pts: Sequence[Point], split: str) -> list[dict[str, Any]]:
@@ -62,11 +91,10 @@ def _summary_rows(pts: Sequence[Point], split: str) -> list[dict[str, Any]]:
 
 def serving_context(cat: Catalog) -> dict[str, Any]:
     """Serving under load: per group and split, and the worst held-out misses."""
-    cases, skipped = load_cases(cat)
-    pts = points(cat, _band_for(cat, serving_bands(cat)), cases)
+    pts, n_cases, skipped = all_points(cat)
     fit = [p for p in pts if not p.case.holdout]
     held = [p for p in pts if p.case.holdout]
-    primary = [p for p in held if p.case.v1]
+    primary = [p for p in held if kind_of(p) is not None]
     headline = {}
     for metric in METRICS:
         s = summarise([p for p in primary if p.metric == metric])
@@ -79,7 +107,7 @@ def serving_context(cat: Catalog) -> dict[str, Any]:
             }
     worst = sorted(held, key=lambda p: -abs(math.log(p.predicted / p.measured)))[:WORST]
     return {
-        "cases": len(cases),
+        "cases": n_cases,
         "points": len(pts),
         "curves": len({p.case.curve for p in pts}),
         "skipped": sorted(Counter(skipped).items(), key=lambda kv: -kv[1]),

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from backpressure.catalog.loader import Catalog
+from backpressure.generator.accuracy import batched
+from backpressure.generator.accuracy.batched import BatchedCase
 from backpressure.generator.accuracy.serving import CONSUMER, METRICS, Case, load_cases, replay
 
 LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tps": "output tokens/s"}
@@ -23,7 +25,7 @@ LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "output_tps": "output tokens/s"}
 class Point:
     """One measured metric of one case against the engine."""
 
-    case: Case
+    case: Case | BatchedCase
     group: str
     metric: str
     measured: float
@@ -104,3 +106,50 @@ def summarise(pts: Sequence[Point]) -> Summary | None:
         100 * quantile(errs, 0.5),
         sum(p.inside for p in pts) / len(pts),
     )
+
+
+def batched_group(cat: Catalog, case: BatchedCase) -> str:
+    """``llama.cpp · device class · dense/MoE`` of a batched-bench case."""
+    gpu = cat.gpus[case.gpu]
+    device = (
+        "consumer"
+        if case.gpu in CONSUMER
+        else "unified"
+        if gpu.memory_kind == "unified"
+        else "datacenter"
+    )
+    kind = "MoE" if cat.archs[case.model].is_moe else "dense"
+    return f"llama.cpp · {device} · {kind}"
+
+
+def batched_points(
+    cat: Catalog, band: dict[str, float], cases: Iterable[BatchedCase] | None = None
+) -> list[Point]:
+    """Every comparable metric of the ``llama-batched-bench`` rows, priced by the step model."""
+    out = []
+    for case in cases if cases is not None else batched.load_batched(cat)[0]:
+        got = batched.cost_for(cat, case)
+        if got is None:
+            continue
+        pred = batched.predict(case, *got)
+        group = batched_group(cat, case)
+        width = band.get(group, band.get("*", 50.0))
+        for metric in METRICS:
+            if metric in case.measured and math.isfinite(pred.get(metric, math.nan)):
+                out.append(Point(case, group, metric, case.measured[metric], pred[metric], width))
+    return out
+
+
+def kind_of(p: Point) -> str | None:
+    """The band a point checks: ``<scheduler>:<dense|moe>``, or None outside the fitted runtimes.
+
+    Only the runs of the schedulers the engine follows (vLLM V1, llama.cpp)
+    set and judge the bands; the others are reported for comparison.
+    """
+    if isinstance(p.case, BatchedCase):
+        scheduler = "llama.cpp"
+    elif p.case.v1:
+        scheduler = "vllm"
+    else:
+        return None
+    return f"{scheduler}:{'moe' if p.group.endswith('MoE') else 'dense'}"

@@ -1,0 +1,99 @@
+"""The MoE step term: expert-parallel all-to-alls and grouped-expert compute over several GPUs."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+from backpressure.catalog.loader import load_catalog
+from backpressure.engine.serving.model import StepCost
+from backpressure.engine.serving.spec import all_reduce, remote_gpus, step_cost
+from backpressure.engine.serving.step import distinct_experts, pack, step_time
+from backpressure.generator import resolve
+
+GB_S = 1e9  # link bandwidths below are in GB/s
+# (decode sequences, KV tokens they hold, prompt tokens): decode steps small and
+# large, a mixed step and a prefill-only step
+STEPS = [(1, 1_000, 0), (64, 64_000, 0), (256, 256_000, 0), (128, 128_000, 1_024), (0, 0, 2_048)]
+
+
+def _config(rig: str, model: str) -> resolve.Config:
+    return resolve.configure(load_catalog(), rig, "fp8", 8192, model, runtime="vllm")
+
+
+def _cost(cfg: resolve.Config, link: float | None = None) -> StepCost:
+    device = cfg.device
+    if link is not None:
+        device = dataclasses.replace(device, interconnect_bandwidth_bytes_per_s=link)
+    cost = step_cost(device, cfg.runtime, cfg.fmt, cfg.constants, cfg.arch, cfg.capacity())
+    assert cost is not None
+    return cost
+
+
+def _times(cost: StepCost) -> list[float]:
+    packed = pack(cost)
+    experts = distinct_experts(cost.num_experts, cost.experts_per_token, 4096)
+    return [
+        step_time(packed, experts, b, kv, p, 0.0, p * p / 2, 1, max(b, 1)) for b, kv, p in STEPS
+    ]
+
+
+def _without_moe_term(cfg: resolve.Config, cost: StepCost) -> StepCost:
+    """The same step cost with the MoE term taken out: every layer a plain TP all-reduce
+    pair, no dispatch, and the experts' FLOPs at the dense rate."""
+    assert cfg.arch is not None
+    gpus = cfg.device.count
+    latency, per_token = all_reduce(
+        cfg.device, cfg.constants, gpus, cfg.arch.num_layers, cfg.arch.hidden_size
+    )
+    return dataclasses.replace(
+        cost,
+        allreduce_s=latency,
+        allreduce_s_per_token=per_token,
+        dispatch_s=0.0,
+        dispatch_s_per_token=0.0,
+        flops_per_token=cost.flops_per_token + cost.expert_flops_per_token,
+        expert_flops_per_token=0.0,
+    )
+
+
+@pytest.mark.parametrize("rig", ["8x-h100-sxm", "4x-h100-sxm", "8x-mi300x"])
+def test_moe_term_makes_a_multi_gpu_moe_step_slower(rig: str) -> None:
+    cfg = _config(rig, "qwen3-235b-a22b")
+    cost = _cost(cfg)
+    assert cost.dispatch_s > 0.0
+    assert cost.dispatch_s_per_token > 0.0
+    assert cost.expert_flops_per_token > 0.0
+    with_term = _times(cost)
+    without = _times(_without_moe_term(cfg, cost))
+    for slow, fast in zip(with_term, without, strict=True):
+        assert slow > fast
+
+
+def test_dense_model_has_no_moe_term() -> None:
+    cost = _cost(_config("8x-h100-sxm", "llama-3.3-70b"))
+    assert cost.dispatch_s == 0.0
+    assert cost.dispatch_s_per_token == 0.0
+    assert cost.expert_flops_per_token == 0.0
+
+
+def test_moe_step_is_monotone_in_link_bandwidth() -> None:
+    cfg = _config("8x-h100-sxm", "qwen3-235b-a22b")
+    links = [25 * GB_S, 64 * GB_S, 150 * GB_S, 450 * GB_S, 900 * GB_S]
+    times = [_times(_cost(cfg, link)) for link in links]
+    for slower, faster in itertools.pairwise(times):
+        for a, b in zip(slower, faster, strict=True):
+            assert a > b  # every step has tokens to move, so more bandwidth is strictly faster
+    costs = [_cost(cfg, link) for link in links]
+    per_token = [c.dispatch_s_per_token for c in costs]
+    assert per_token == sorted(per_token, reverse=True)
+
+
+def test_remote_gpus_by_hand() -> None:
+    # 8 GPUs, 8 experts a token: each other GPU is missed with (7/8)^8
+    assert remote_gpus(8, 8) == pytest.approx(7 * (1 - (7 / 8) ** 8), rel=1e-15)
+    assert remote_gpus(1, 8) == 0.0
+    assert [remote_gpus(4, k) for k in range(1, 9)] == sorted(
+        remote_gpus(4, k) for k in range(1, 9)
+    )
