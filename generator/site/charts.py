@@ -208,7 +208,8 @@ def health_chart() -> alt.FacetChart:
 
 def cost_chart() -> alt.LayerChart:
     """Ranking pages: $/M output tokens against tokens/s per user, one point per config, band."""
-    x = alt.X("per_user:Q", title="tokens/s per user at the breaking rate", scale=alt.Scale(type="log"))
+    log = alt.Scale(type="log")
+    x = alt.X("per_user:Q", title="tokens/s per user at the breaking rate", scale=log)
     y = alt.Y("cost:Q", title="$ per million output tokens", scale=alt.Scale(type="log"))
     tooltip = ["device:N", "quant:N", "context:N", "per_user:Q", "cost:Q", "lo:Q", "hi:Q"]
     bars = (

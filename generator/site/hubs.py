@@ -215,7 +215,7 @@ def headline(cat: Catalog, rows: list[ResultRow]) -> dict[str, Any]:
 
 
 def _by_rate(pick: dict[tuple[str, str], ResultRow], device: str, models: list[str]) -> list[float]:
-    """Sort key of a home-table row: each model's rate (band's low end), highest first, blanks last."""
+    """A home-table row's sort key: each model's rate (low end of its band), blanks last."""
     key = []
     for m in models:
         r = pick.get((device, m))

@@ -28,8 +28,8 @@ from backpressure.generator.site.hubs import (
 from backpressure.generator.site.methodology import methodology_context
 from backpressure.generator.site.model import accuracy_context
 from backpressure.generator.site.pages import Limits
-from backpressure.generator.site.rank_page import rank_context
 from backpressure.generator.site.publish import assemble
+from backpressure.generator.site.rank_page import rank_context
 from backpressure.generator.site.scenarios import scenario_contexts
 from jinja2 import Environment
 from markupsafe import Markup

@@ -50,7 +50,8 @@ def rank_context(
     points = cost_points(configs)
     data = {"cost": {"cost": points}} if points else {}
     gate.check_data(f"model {model}: ranking chart data", data)
-    kinds = sorted({c["device_kind"] for c in configs if c["device_kind"]}, key=list(DEVICE_KINDS).index)
+    present = {c["device_kind"] for c in configs}
+    kinds = [k for k in DEVICE_KINDS if k in present]
     quants = sorted({c["quant"] for c in configs})
     return {
         "id": model,
