@@ -31,7 +31,7 @@ from pathlib import Path
 from backpressure.catalog.loader import load_catalog
 from backpressure.generator import keys as site_keys
 from backpressure.generator.paths import MKDOCS_YML, TEMPLATES
-from backpressure.generator.site import charts, gate
+from backpressure.generator.site import charts, gate, model_json
 from backpressure.generator.site import mkdocs_step as site_mkdocs
 from backpressure.generator.site import search as site_search
 from backpressure.generator.site.configs import summary, write_configs
@@ -128,6 +128,8 @@ def _write_site(
     keys = site_keys.config_keys(m.rows, m.curve_texts(), m.nearest, ent, base)
     written = write_configs(env, m, tree, shells, keys, lim)
     tree.write("api/configs.json", summary(m))
+    for name, text in model_json.files(m.cat, m.model_configs).items():
+        tree.write(name, text)
     for name, data in assemble.sitemap(m.site_url, urls + [r.permalink for r in m.rows]).items():
         tree.write(name, data)
     known = _config_links(

@@ -18,7 +18,7 @@ from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.site.pages import RULE_LABELS, Limits
 
-KINDS = ("breaking", "occupancy", "tradeoff", "timeline", "health")
+KINDS = ("breaking", "occupancy", "tradeoff", "timeline", "health", "cost")
 _WIDTH: Any = "container"
 _HEIGHT = 260
 _SERIES_COLORS = alt.Scale(
@@ -206,12 +206,42 @@ def health_chart() -> alt.FacetChart:
     return _independent_y(faceted).properties(title="Per-node health over time")
 
 
+def cost_chart() -> alt.LayerChart:
+    """Ranking pages: $/M output tokens against tokens/s per user, one point per config, band."""
+    log = alt.Scale(type="log")
+    x = alt.X("per_user:Q", title="tokens/s per user at the breaking rate", scale=log)
+    y = alt.Y("cost:Q", title="$ per million output tokens", scale=alt.Scale(type="log"))
+    tooltip = ["device:N", "quant:N", "context:N", "per_user:Q", "cost:Q", "lo:Q", "hi:Q"]
+    bars = (
+        alt.Chart(alt.NamedData(name="cost"))
+        .mark_rule(opacity=0.45)
+        .encode(x=x, y=alt.Y("lo:Q"), y2="hi:Q", color=alt.Color("quant:N", title="quant"))
+    )
+    points = (
+        alt.Chart(alt.NamedData(name="cost"))
+        .mark_point(filled=True, size=36)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("quant:N", title="quant"),
+            shape=alt.Shape("kind:N", title="device"),
+            tooltip=tooltip,
+        )
+    )
+    return _layer(bars, points).properties(
+        width=_WIDTH,
+        height=_HEIGHT + 60,
+        title="Cost per million output tokens against speed per user (bars: the band)",
+    )
+
+
 BUILDERS = {
     "breaking": breaking_chart,
     "occupancy": occupancy_chart,
     "tradeoff": tradeoff_chart,
     "timeline": timeline_chart,
     "health": health_chart,
+    "cost": cost_chart,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -197,6 +198,7 @@ def headline(cat: Catalog, rows: list[ResultRow]) -> dict[str, Any]:
         if r.quant == quant and r.context == ctx and r.kv_dtype == "auto" and r.model in models
     }
     devices = [d for d in cat.devices() if any((d, m) in pick for m in models)]
+    devices.sort(key=lambda d: _by_rate(pick, d, models))
     return {
         "quant": cat.quants[quant].name if quant in cat.quants else quant,
         "context": context_label(ctx),
@@ -210,6 +212,16 @@ def headline(cat: Catalog, rows: list[ResultRow]) -> dict[str, Any]:
             for d in devices
         ],
     }
+
+
+def _by_rate(pick: dict[tuple[str, str], ResultRow], device: str, models: list[str]) -> list[float]:
+    """A home-table row's sort key: each model's rate (low end of its band), blanks last."""
+    key = []
+    for m in models:
+        r = pick.get((device, m))
+        low = r.breaking_rps_low if r is not None else None
+        key.append(-low if low is not None else math.inf)
+    return key
 
 
 def gpu_index(cat: Catalog, by_gpu: dict[str, list[ResultRow]]) -> list[dict[str, Any]]:

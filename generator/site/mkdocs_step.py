@@ -27,7 +27,9 @@ from backpressure.generator.site.hubs import (
 )
 from backpressure.generator.site.methodology import methodology_context
 from backpressure.generator.site.model import accuracy_context
+from backpressure.generator.site.pages import Limits
 from backpressure.generator.site.publish import assemble
+from backpressure.generator.site.rank_page import rank_context
 from backpressure.generator.site.scenarios import scenario_contexts
 from jinja2 import Environment
 from markupsafe import Markup
@@ -49,6 +51,7 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     accuracy = m.accuracy if m.accuracy is not None else accuracy_context(m.cat)
     yield "accuracy.md", "pages/accuracy.md.j2", accuracy
     yield "search.md", "pages/search.md.j2", {}
+    yield "compare.md", "pages/compare.md.j2", {}
     scenarios = m.scenarios
     if scenarios is None:
         scenarios = scenario_contexts(m.cat.root / "scenarios", cat=m.cat)
@@ -65,6 +68,8 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for mid in m.cat.models:
         if mid in m.by_model:
             yield f"model/{mid}.md", "pages/model.md.j2", model_context(m.cat, mid, m.by_model[mid])
+            ctx = rank_context(m.cat, mid, m.model_configs[mid], Limits.of(m.cat))
+            yield f"model/{mid}/rank.md", "pages/rank.md.j2", ctx
 
 
 def _shell_page(env: Environment, depth: int) -> str:

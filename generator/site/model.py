@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,13 @@ class SiteModel:
             self.by_model.setdefault(r.model, []).append(r)
         near = NearestFits(self.rows)
         self.nearest = {r.config_id: near(r) for r in self.rows if not r.fits}
+
+    @functools.cached_property
+    def model_configs(self) -> dict[str, list[dict[str, Any]]]:
+        """Per model, its configs as ``api/models/<id>.json`` lists them (computed once)."""
+        from backpressure.generator.site.model_json import model_configs
+
+        return model_configs(self.cat, self.rows, self.curves, self.site_url)
 
     def curve_texts(self) -> Mapping[str, str]:
         """Each config's canonical curves text, as its page key hashes it."""

@@ -79,6 +79,28 @@
     });
   }
 
+  // A selection to compare travels in the address (#cmp=a,b): the compare link adds this
+  // config to it, and the links to other configs and to the ranking carry it on.
+  function compareSelection() {
+    var link = document.getElementById("bp-compare-link");
+    if (!link) return;
+    var id = link.getAttribute("data-id");
+    var p = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+    var picked = (p.get("cmp") || "").split(",").filter(function (x, i, all) {
+      return /^[A-Za-z0-9._-]+$/.test(x) && x !== id && all.indexOf(x) === i;
+    }).slice(0, 3);
+    if (!picked.length) return;
+    var ids = picked.concat([id]).join(",");
+    link.href = link.href.split("#")[0] + "#ids=" + ids;
+    link.textContent = "Compare with the " + picked.length + " selected";
+    var rank = document.getElementById("bp-rank-link");
+    if (rank) rank.href = rank.href.split("#")[0] + "#cmp=" + ids;
+    document.querySelectorAll(".bp-nearest a").forEach(function (a) {
+      a.href = a.href.split("#")[0] + "#cmp=" + picked.join(",");
+    });
+  }
+
+  compareSelection();
   absolutizeSnippet();
   copyButtons();
   drawCharts();

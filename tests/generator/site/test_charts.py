@@ -21,6 +21,7 @@ ROUND_TRIP = {
     "tradeoff": alt.LayerChart,
     "timeline": alt.FacetChart,
     "health": alt.FacetChart,
+    "cost": alt.LayerChart,
 }
 
 

@@ -1,0 +1,168 @@
+"""``api/models/<model>.json``: every config of one model with its rates and costs.
+
+The ranking and compare pages fetch these files (relative to themselves), so
+each stays small: one object per config with the fields a table shows and why
+a figure is missing, nothing from its curves but the one closed-loop point.
+
+    {"model": id, "name": display name,
+     "configs": [{"id": ..., "url": ..., "breaking_rps": ..., ...}, ...]}
+
+Configs are sorted by id. Costs come from
+:func:`backpressure.generator.plan.economics.economics` (the catalog's default
+quote of each device, rental where listed, else owned), per million output
+tokens at the breaking rate, with the band carried through
+(``usd_per_million_output_tokens_low`` comes from ``breaking_rps_high``).
+``tokens_per_s_per_user`` is the decode speed each user sees at the reference
+load, the breaking rate: the closed-loop point that carries it
+(:func:`backpressure.generator.plan.concurrency.point_at_rate`).
+
+A missing figure is ``null`` and ``status`` says why (``serves``,
+``fails-at-any-load``, ``too-slow``, ``does-not-fit``, ``not-simulated``; see
+:func:`backpressure.generator.plan.rank.status`); ``unpriced_reason`` says why
+a config has no cost. Canonical bytes: sorted keys, no NaN, floats to six
+significant digits, one config per line (a rebuild's diff is a line per change).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+from backpressure.catalog.loader import Catalog
+from backpressure.generator.plan.economics import economics, prices_frame
+from backpressure.generator.plan.frame import concurrency_frame, results_frame
+from backpressure.generator.plan.rank import plain, ranking
+from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.site.pages import device_name
+
+# Device kinds a ranking filters on: id -> label.
+DEVICE_KINDS = {
+    "discrete": "GPU",
+    "rig": "multi-GPU rig",
+    "unified": "unified memory",
+    "cpu": "CPU (system memory)",
+}
+
+# Fields taken from the result row as they are.
+ROW_FIELDS = (
+    "gpu",
+    "gpu_count",
+    "quant",
+    "runtime",
+    "kv_dtype",
+    "context",
+    "fits",
+    "usable",
+    "fails_at_any_load",
+    "slots",
+    "shortfall_bytes",
+    "max_concurrency",
+    "binding_ceiling",
+    "breaking_rps",
+    "breaking_rps_low",
+    "breaking_rps_high",
+    "breaking_rule",
+    "saturation_rps",
+    "serving_band_pct",
+    "single_stream_tokens_per_s",
+)
+
+# Fields from the ranking frame: JSON name -> column.
+RANK_FIELDS = {
+    "status": "status",
+    "tokens_per_s_per_user": "tokens_per_user_breaking",
+    "usd_per_hour": "usd_per_hour",
+    "price_basis": "price_basis",
+    "price_as_of": "price_as_of",
+    "unpriced_reason": "unpriced_reason",
+    "usd_per_million_output_tokens": "usd_per_mtok_breaking",
+    "usd_per_million_output_tokens_low": "usd_per_mtok_breaking_low",
+    "usd_per_million_output_tokens_high": "usd_per_mtok_breaking_high",
+    "tokens_per_joule": "tokens_per_joule_breaking",
+}
+
+
+def device_kind(cat: Catalog, device: str) -> str | None:
+    """A device's kind (a key of :data:`DEVICE_KINDS`); None if the catalog lacks it."""
+    if device in cat.rigs:
+        return "rig"
+    gpu = cat.gpus.get(device)
+    if gpu is None:
+        return None
+    return "cpu" if gpu.memory_kind == "system" else gpu.memory_kind
+
+
+def _frame(cat: Catalog, rows: list[ResultRow]) -> pd.DataFrame:
+    """The economics frame of ``rows`` (devices the catalog lacks stay unpriced)."""
+    results = results_frame(rows)
+    known = [d for d in results["gpu"].unique() if d in cat.gpus or d in cat.rigs]
+    return economics(results, prices_frame(cat, known), cat.settings.output_tokens)
+
+
+def model_configs(
+    cat: Catalog,
+    rows: Iterable[ResultRow],
+    curves: Mapping[str, Curves],
+    site_url: str = "",
+) -> dict[str, list[dict[str, Any]]]:
+    """Per model id (in first-seen order), its configs as JSON objects sorted by id."""
+    rows = list(rows)
+    if not rows:
+        return {}
+    econ = _frame(cat, rows)
+    conc = concurrency_frame(curves[r.config_id] for r in rows if r.config_id in curves)
+    by_id = {r.config_id: r for r in rows}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for model in dict.fromkeys(r.model for r in rows):
+        ranked = ranking(econ, model, conc)
+        cols = ["config_id", *RANK_FIELDS.values()]
+        table = {t[0]: t[1:] for t in ranked[cols].itertuples(index=False, name=None)}
+        configs = []
+        for cid in sorted(table):
+            r = by_id[cid]
+            item: dict[str, Any] = {
+                "id": cid,
+                "url": f"{site_url}/{r.permalink}" if site_url else r.permalink,
+                "gpu_name": device_name(cat, r.gpu),
+                "device_kind": device_kind(cat, r.gpu),
+            }
+            item.update((f, plain(getattr(r, f))) for f in ROW_FIELDS)
+            item.update((name, plain(v)) for name, v in zip(RANK_FIELDS, table[cid], strict=True))
+            configs.append(item)
+        out[model] = configs
+    return out
+
+
+def document(cat: Catalog, model: str, configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The file's object: the model's id and display name, and its configs."""
+    entry = cat.models.get(model)
+    return {"model": model, "name": entry.name if entry else model, "configs": configs}
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Canonical text of a document: sorted keys, no NaN, one config per line.
+
+    The same bytes as ``json.dumps(doc, sort_keys=True, separators=(",", ":"))``
+    but for the line breaks between configs (``configs`` sorts first).
+    """
+    if set(doc) != {"configs", "model", "name"}:
+        raise ValueError(f"a model document has configs, model and name, not {sorted(doc)}")
+    lines = ",\n".join(_dump(c) for c in doc["configs"])
+    body = f"\n{lines}\n" if lines else ""
+    return f'{{"configs":[{body}],"model":{_dump(doc["model"])},"name":{_dump(doc["name"])}}}\n'
+
+
+def files(cat: Catalog, by_model: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Every model's file: site path -> text."""
+    return {
+        f"api/models/{model}.json": dumps(document(cat, model, configs))
+        for model, configs in by_model.items()
+    }
