@@ -10,6 +10,7 @@ must have neither. Then its cells on the GPU hub, the model hub and the home pag
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterable, Iterator
 from html import escape as html_escape
@@ -101,8 +102,9 @@ class Checker:
             raw = read_bytes(path)
             try:
                 data = strict_json.loads_strict(raw)
-            except strict_json.DuplicateKey as exc:
-                raise VerifyError(f"{path}: tampered: {exc}") from exc
+            except strict_json.DuplicateKey:
+                # Tampered, not unreadable: the line holding the key twice is reported as such.
+                data = json.loads(raw)
             except strict_json.StrictJsonError as exc:
                 raise VerifyError(f"{path}: not a readable JSON file: {exc}") from exc
             text = raw.decode("utf-8")
@@ -126,8 +128,8 @@ class Checker:
 
         refs = []
         for line in self.model_lines(model).values():
-            item = strict_json.loads_strict(line.encode("utf-8"))
             try:
+                item = strict_json.loads_strict(line.encode("utf-8"))
                 gpu, quant, ctx, kv = item["gpu"], item["quant"], item["context"], item["kv_dtype"]
                 fits = item["fits"]
                 if not (isinstance(ctx, int) and isinstance(fits, bool)):
@@ -144,7 +146,7 @@ class Checker:
                         fits,
                     )
                 )
-            except (KeyError, TypeError):
+            except (KeyError, TypeError, strict_json.StrictJsonError):
                 continue  # its own check reports the line
         return refs
 
