@@ -57,7 +57,8 @@ def _dumps(value: Any) -> str:
 
 
 def _num(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
+    """A cost to four significant figures (no price is known better), None for no figure."""
+    return None if math.isnan(value) else float(f"{value:.4g}")
 
 
 class Prices:
@@ -81,7 +82,10 @@ class Prices:
         """$/hour of the device and $/million output tokens at the breaking rate (with band)."""
         price = self.of(row.gpu)
         usd = None if price is None else price.usd_per_hour
-        out: dict[str, Any] = {"usd_per_hour": usd, "price_basis": price and price.basis}
+        out: dict[str, Any] = {
+            "usd_per_hour": None if usd is None else _num(usd),
+            "price_basis": price and price.basis,
+        }
         rates = (row.breaking_rps, row.breaking_rps_high, row.breaking_rps_low)
         for end, rate in zip(("", "_low", "_high"), rates, strict=True):
             cost = None

@@ -22,7 +22,7 @@ from backpressure.generator.site.links import anchor, pair_dir
 if TYPE_CHECKING:
     from backpressure.catalog.loader import Catalog
 
-OTHER_DEVICES = 8  # same quant and context elsewhere: the nearest in memory size, fitting
+OTHER_DEVICES = 5  # same quant and context elsewhere: the nearest in memory size, fitting
 
 
 @dataclass(frozen=True, slots=True)
