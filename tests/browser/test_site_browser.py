@@ -109,3 +109,20 @@ def test_404_page_sends_a_permalink_without_a_page_to_its_row(site, browser):
             assert page.evaluate(f"window.{target}({path!r})") == want, path
         page.close()
     assert errors == []
+
+
+def test_a_models_hub_ranks_first_for_its_name(site, browser):
+    with serve(site) as base:
+        page = browser.new_page()
+        page.goto(base + "search/")
+        page.wait_for_selector("#bp-search input")
+        page.fill("#bp-search input", "Llama 3.1 8B Instruct")
+        first = page.wait_for_selector(".pagefind-ui__result-link", timeout=15000)
+        assert first.get_attribute("href").endswith("model/llama-3.1-8b/")
+        # The GPU x model pages follow, each with its headline numbers in the excerpt.
+        page.wait_for_function("document.querySelectorAll('.pagefind-ui__result').length > 1")
+        hrefs = [
+            a.get_attribute("href") for a in page.query_selector_all(".pagefind-ui__result-link")
+        ]
+        assert any(h.endswith("gpu/rtx-4090/llama-3.1-8b/") for h in hrefs)
+        page.close()
