@@ -298,13 +298,16 @@ def config_keys(
     nearest: Mapping[str, list[ResultRow]],
     ent: Entities,
     base: Mapping[int, str],
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The content key of every config page, by config id.
 
     ``curve_texts`` holds each config's canonical curves line; ``nearest`` each
     non-fitting row's nearest fits; ``base`` the key part every page at a
-    permalink depth shares (site version, shell, settings).
+    permalink depth shares (site version, shell, settings); ``extra`` anything
+    else a page shows of other configs, by config id (its sibling links).
     """
+    extra = extra or {}
     refs: dict[str, str] = {}
 
     def ref(r: ResultRow) -> str:
@@ -321,6 +324,7 @@ def config_keys(
             ref(r),
             curves_digest(curve_texts.get(r.config_id, "")),
             *(ref(n) for n in nearest.get(r.config_id, ())),
+            *((extra[r.config_id],) if r.config_id in extra else ()),
         )
     return out
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from backpressure.generator import text
 from backpressure.generator.records import ResultRow
 from backpressure.generator.results_io import read_results
+from backpressure.generator.site.links import row_url
 from backpressure.generator.sweep.run import Progress, run_sweep
 
 # Numbers compared relatively; a move smaller than the tolerance is noise.
@@ -103,6 +104,9 @@ def compare(old: list[ResultRow], new: list[ResultRow], tolerance: float) -> lis
             moves.append(Move(cid, (("config", "removed", "-"),)))
         else:
             changes = _moved(before[cid], after[cid], tolerance)
+            if before[cid].fits != after[cid].fits:
+                # Its page appears or goes; the permalink keeps landing (404.html -> its row).
+                changes += (("address", row_url(before[cid]), row_url(after[cid])),)
             if changes:
                 moves.append(Move(cid, changes))
     return moves

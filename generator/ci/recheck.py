@@ -1,18 +1,21 @@
 """Recompute one config and compare every file a reader sees of it with the published one.
 
 The expected files are made with the site's own code (generator/site), from the
-recomputed row and curves: the JSON, the page body (numbers, arithmetic, chart
-data, nearest fits), its title and description, the badge, the
-``api/configs.json`` line and the cells on the GPU hub, the model hub and the
-home page.
+recomputed row and curves: the config's line of ``api/models/<model>.json``
+(byte for byte), its anchored row on the GPU x model page, and where the config
+has a page (it fits) the page body (numbers, arithmetic, chart data, sibling
+links), its title and description and the badge; a config that does not fit
+must have neither. Then its cells on the GPU hub, the model hub and the home page.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterable, Iterator
 from html import escape as html_escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.ci import strict_json
@@ -21,8 +24,6 @@ from backpressure.generator.ci.published import (
     VerifyError,
     compare_fields,
     read_bytes,
-    read_json,
-    row_from_json,
     short_diff,
     show_value,
 )
@@ -35,8 +36,13 @@ from backpressure.generator.results_io import (
     read_results,
     results_csv,
 )
+from backpressure.generator.site.model_api import Prices
+from backpressure.generator.site.siblings import Published
 from backpressure.generator.sweep.combos import Combo, enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
+
+if TYPE_CHECKING:
+    from backpressure.generator.site.model import SiteModel
 
 BATCH = 256
 
@@ -54,9 +60,11 @@ class Checker:
         self.env = make_env()
         self.lim = Limits.of(cat)
         self.cell = self.env.get_template("pages/_cell.md.j2").module.cell  # type: ignore[attr-defined]
-        self._index: dict[str, str] | None = None
+        self._lines: dict[str, dict[str, str]] = {}
         self._home: tuple[str, int, frozenset[str]] | None = None
         self._pages: dict[str, str] = {}
+        self.pair_row = self.env.get_template("_pair_row.html.j2").module.pair_row  # type: ignore[attr-defined]
+        self.prices = Prices(cat)
 
     def combo(self, cid: str) -> Combo:
         """The combo ``cid`` names in this catalog."""
@@ -81,31 +89,66 @@ class Checker:
                 for row, curves in done:
                     yield rows[row.config_id], parse_curves(curves_line(curves))
 
-    def published_row(self, cid: str) -> ResultRow | None:
-        """The published row of ``cid`` (for the nearest fits other pages list), if readable."""
-        path = self.site / "api" / "configs" / f"{cid}.json"
-        try:
-            return row_from_json(read_json(path)) if path.is_file() else None
-        except (VerifyError, strict_json.DuplicateKey):
-            return None
+    def model_lines(self, model: str) -> dict[str, str]:
+        """``api/models/<model>.json``'s line by config id (read strictly, once).
 
-    def index_lines(self) -> dict[str, str]:
-        """``api/configs.json`` line by config id (checked as strict JSON once)."""
-        if self._index is None:
-            path = self.site / "api" / "configs.json"
+        The file must be what the site writes: strict JSON, its frame as the
+        catalog names the model, one config per line.
+        """
+        from backpressure.generator.site.model_api import frame, model_file
+
+        if model not in self._lines:
+            path = self.site / model_file(model)
             raw = read_bytes(path)
             try:
-                items = strict_json.loads_strict(raw)
+                data = strict_json.loads_strict(raw)
+            except strict_json.DuplicateKey:
+                # Tampered, not unreadable: the line holding the key twice is reported as such.
+                data = json.loads(raw)
             except strict_json.StrictJsonError as exc:
                 raise VerifyError(f"{path}: not a readable JSON file: {exc}") from exc
-            lines = raw.decode("utf-8").splitlines()[1:-1]
-            if not isinstance(items, list) or len(lines) != len(items):
+            text = raw.decode("utf-8")
+            head, tail = frame(self.cat, model)
+            items = data.get("configs") if isinstance(data, dict) else None
+            if not (text.startswith(head) and text.endswith(tail) and isinstance(items, list)):
+                raise VerifyError(f"{path}: not a model's JSON index as the site writes it")
+            body = text[len(head) : len(text) - len(tail)]
+            lines = body.split(",\n") if body else []
+            if len(lines) != len(items):
                 raise VerifyError(f"{path}: not one config per line as the site writes it")
-            self._index = {}
-            for line, item in zip(lines, items, strict=True):
-                cid = item.get("id") if isinstance(item, dict) else None
-                self._index[str(cid)] = line.removesuffix(",")
-        return self._index
+            self._lines[model] = {
+                str(item.get("id") if isinstance(item, dict) else None): line
+                for line, item in zip(lines, items, strict=True)
+            }
+        return self._lines[model]
+
+    def published_refs(self, model: str) -> list[Published]:
+        """The model's configs as its JSON index publishes them (what sibling links need)."""
+        from backpressure.generator.records import permalink
+
+        refs = []
+        for line in self.model_lines(model).values():
+            try:
+                item = strict_json.loads_strict(line.encode("utf-8"))
+                gpu, quant, ctx, kv = item["gpu"], item["quant"], item["context"], item["kv_dtype"]
+                fits = item["fits"]
+                if not (isinstance(ctx, int) and isinstance(fits, bool)):
+                    raise TypeError("context or fits")
+                refs.append(
+                    Published(
+                        item["id"],
+                        permalink(gpu, model, quant, ctx, kv),
+                        gpu,
+                        model,
+                        quant,
+                        ctx,
+                        kv,
+                        fits,
+                    )
+                )
+            except (KeyError, TypeError, strict_json.StrictJsonError):
+                continue  # its own check reports the line
+        return refs
 
     def page(self, rel: str) -> str:
         """A published page's text (read once)."""
@@ -113,40 +156,49 @@ class Checker:
             self._pages[rel] = read_bytes(self.site / rel).decode("utf-8", errors="replace")
         return self._pages[rel]
 
-    def check(self, row: ResultRow, curves: Curves, rows: Iterable[ResultRow]) -> list[Finding]:
+    def check(self, row: ResultRow, curves: Curves, refs: Iterable[Published]) -> list[Finding]:
         """Every file a reader sees of ``row``'s config against its recomputation.
 
-        ``rows`` are the other configs of the same model (their nearest fits).
+        ``refs`` are the model's configs as published (the page's sibling links).
         """
         from backpressure.generator.site import configs
         from backpressure.generator.site.hubs import cell
+        from backpressure.generator.site.links import has_page, pair_dir
         from backpressure.generator.site.model import SiteModel
         from backpressure.generator.site.pages import page_path
+        from backpressure.generator.site.pair_pages import row_context
+        from backpressure.generator.site.siblings import Siblings, catalog_memory
         from backpressure.generator.site.svg import badge
 
         cid, found = row.config_id, []
-        others = [r for r in rows if r.config_id != cid]
-        m = SiteModel(self.cat, [row, *others], {cid: curves}, self.site_url, scenarios=[])
-        found += self._check_json(cid, configs.config_json(row))
-        title, desc, body = configs.render_config(self.env, m, row, self.lim)
+        found += self._check_line(row)
+        pair_rel = page_path(pair_dir(row.gpu, row.model))
+        html = str(self.pair_row(row_context(self.cat, row)))
+        if self.page(pair_rel).count(html) != 1:
+            found.append(Finding(pair_rel, f"{cid}: its row is not {html[:90]!r}..."))
         page_rel = page_path(row.permalink)
-        page = self.page(page_rel)
-        if page.count(body) != 1:
-            at = page.find('<div class="bp-config">')
-            found.append(Finding(page_rel, "page differs: " + short_diff(page[max(at, 0) :], body)))
-        head = f"<title>{html_escape(title, quote=True)} - {html_escape(self.site_name)}</title>"
-        if head not in page or f'content="{html_escape(desc, quote=True)}"' not in page:
-            found.append(Finding(page_rel, "title or description differs"))
-        svg = badge(*configs.badge_parts(row), row.breaking_rps is not None)
-        badge_rel = row.permalink + "badge.svg"
-        published_svg = read_bytes(self.site / badge_rel).decode("utf-8", errors="replace")
-        if published_svg != svg:
-            found.append(Finding(badge_rel, "badge differs: " + short_diff(published_svg, svg)))
-        line = configs.summary_line(row, self.site_url)
-        published = self.index_lines().get(cid)
-        if published != line:
-            what = "no line for this config" if published is None else short_diff(published, line)
-            found.append(Finding("api/configs.json", f"{cid}: {what}"))
+        if has_page(row):
+            m = SiteModel(self.cat, [row], {cid: curves}, self.site_url, scenarios=[])
+            mine = Published(
+                cid,
+                row.permalink,
+                row.gpu,
+                row.model,
+                row.quant,
+                row.context,
+                row.kv_dtype,
+                row.fits,
+            )
+            others = [r for r in refs if r.config_id != cid]
+            m.siblings = Siblings([mine, *others], catalog_memory(self.cat))
+            found += self._check_page(m, row, page_rel)
+            svg = badge(*configs.badge_parts(row), row.breaking_rps is not None)
+            badge_rel = row.permalink + "badge.svg"
+            published_svg = read_bytes(self.site / badge_rel).decode("utf-8", errors="replace")
+            if published_svg != svg:
+                found.append(Finding(badge_rel, "badge differs: " + short_diff(published_svg, svg)))
+        elif (self.site / page_rel).exists() or (self.site / row.permalink / "badge.svg").exists():
+            found.append(Finding(page_rel, f"{cid} does not fit, yet has a page or badge"))
         cells = [
             (f"gpu/{row.gpu}/index.html", "../../"),
             (f"model/{row.model}/index.html", "../../"),
@@ -157,6 +209,21 @@ class Checker:
             html = str(self.cell(cell(row, root)))
             if html not in self.page(rel):
                 found.append(Finding(rel, f"{cid}: its cell is not {html[:90]!r}..."))
+        return found
+
+    def _check_page(self, m: SiteModel, row: ResultRow, page_rel: str) -> list[Finding]:
+        """A config page's body, title and description against the recomputed ones."""
+        from backpressure.generator.site import configs
+
+        found = []
+        title, desc, body = configs.render_config(self.env, m, row, self.lim)
+        page = self.page(page_rel)
+        if page.count(body) != 1:
+            at = page.find('<div class="bp-config">')
+            found.append(Finding(page_rel, "page differs: " + short_diff(page[max(at, 0) :], body)))
+        head = f"<title>{html_escape(title, quote=True)} - {html_escape(self.site_name)}</title>"
+        if head not in page or f'content="{html_escape(desc, quote=True)}"' not in page:
+            found.append(Finding(page_rel, "title or description differs"))
         return found
 
     def on_home(self, row: ResultRow) -> bool:
@@ -183,19 +250,26 @@ class Checker:
         quant, ctx, shown = self._home
         return (row.quant, row.context, row.kv_dtype) == (quant, ctx, "auto") and row.model in shown
 
-    def _check_json(self, cid: str, expected: str) -> list[Finding]:
-        rel = f"api/configs/{cid}.json"
-        raw = read_bytes(self.site / rel)
-        if raw == expected.encode("utf-8"):
+    def _check_line(self, row: ResultRow) -> list[Finding]:
+        """The config's line of its model's JSON index, byte for byte, else field by field."""
+        from backpressure.generator.site.model_api import config_line, model_file
+
+        rel = model_file(row.model)
+        expected = config_line(row, self.site_url, self.prices)
+        published = self.model_lines(row.model).get(row.config_id)
+        if published is None:
+            return [Finding(rel, f"{row.config_id}: no line for this config")]
+        if published == expected:
             return []
         try:
-            published = strict_json.loads_strict(raw)
+            item = strict_json.loads_strict(published.encode("utf-8"))
         except strict_json.DuplicateKey as exc:
-            return [Finding(rel, f"tampered: {exc}")]
-        except strict_json.StrictJsonError as exc:
-            raise VerifyError(f"{self.site / rel}: not a readable JSON file: {exc}") from exc
-        diffs = compare_fields(published, strict_json.loads_strict(expected))
+            return [Finding(rel, f"{row.config_id}: tampered: {exc}")]
+        diffs = compare_fields(item, strict_json.loads_strict(expected.encode("utf-8")))
         detail = "; ".join(
             f"{k}: published {show_value(p)}, recomputed {show_value(n)}" for k, p, n in diffs[:4]
         )
-        return [Finding(rel, f"{len(diffs)} field(s) differ: {detail or 'formatting'}")]
+        what = (
+            f"{len(diffs)} field(s) differ: {detail}" if diffs else short_diff(published, expected)
+        )
+        return [Finding(rel, f"{row.config_id}: {what}")]

@@ -3,13 +3,14 @@
 For each config the row and curves are recomputed from the catalog, then the
 files a reader sees are made again with the site's own code and compared:
 
-- ``api/configs/<id>.json``, byte for byte, and field by field with types
-  (``85`` is not ``85.0``, ``true`` is not ``1``, a key given twice is tampering);
-- the config page: its body (every number, the worked arithmetic, the chart
-  data and static charts, the nearest fits) must appear in it exactly, and its
-  title and description must be the recomputed ones;
-- its badge, byte for byte;
-- its line of ``api/configs.json``;
+- its line of ``api/models/<model>.json``, byte for byte, and field by field
+  with types where it differs (``85`` is not ``85.0``, ``true`` is not ``1``, a
+  key given twice is tampering); the file must be strict JSON in the site's frame;
+- its anchored row on the GPU x model page ``gpu/<gpu>/<model>/``, exactly;
+- if it fits, its page: the body (every number, the worked arithmetic, the
+  chart data and static charts, the sibling links) must appear in it exactly,
+  and its title and description must be the recomputed ones; and its badge,
+  byte for byte. A config that does not fit must have neither;
 - its cells on the GPU hub, the model hub and (for the headline configs) the home page.
 
 A site directory is verified whole, or on a seeded sample (``--sample N``).
@@ -33,12 +34,13 @@ from backpressure.generator.ci.published import (
 )
 from backpressure.generator.ci.recheck import Checker
 from backpressure.generator.keys import InputKeys
-from backpressure.generator.records import SEP, ResultRow
-from backpressure.generator.results_io import row_json
+from backpressure.generator.records import SEP
 from backpressure.generator.sweep.combos import enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
 
 PERMALINK = re.compile(r"gpu/([^/]+)/([^/]+)/([^/]+)/([^/]+)/(?:kv-([^/]+)/)?$")
+PAIR = re.compile(r"gpu/([^/#?]+)/([^/#?]+)/$")  # a GPU x model page
+ANCHOR = re.compile(r"^([a-z0-9][a-z0-9._-]*?)-([0-9]+k?)(?:-kv-([a-z0-9][a-z0-9._-]*))?$")
 __all__ = ["Checker", "Finding", "Outcome", "VerifyError", "read_json"]
 
 
@@ -59,8 +61,22 @@ class Outcome:
 # -- targets -------------------------------------------------------------------
 
 
+def _id_from_anchor(path: str) -> str | None:
+    """The config an anchored row's URL (``gpu/<gpu>/<model>/#<quant>-<ctx>``) names."""
+    where, _, frag = path.partition("#")
+    m = PAIR.search(where.split("?")[0].removesuffix("index.html").rstrip("/") + "/")
+    a = ANCHOR.match(frag)
+    if not (m and a):
+        return None
+    quant, ctx, kv = a.groups()
+    base = SEP.join((*m.groups(), quant, ctx))
+    return base if not kv else f"{base}{SEP}kv-{kv}"
+
+
 def _id_from_permalink(path: str) -> str | None:
-    trimmed = path.split("#")[0].split("?")[0].rstrip("/") + "/"
+    if "#" in path:
+        return _id_from_anchor(path)
+    trimmed = path.split("?")[0].rstrip("/") + "/"
     m = PERMALINK.search(trimmed.removesuffix("index.html/"))
     if not m:
         return None
@@ -70,7 +86,7 @@ def _id_from_permalink(path: str) -> str | None:
 
 
 def config_id_of(target: str) -> str | None:
-    """The config id an id, permalink or URL names, or None."""
+    """The config id an id, permalink, anchored row's URL (``...#q4_k_m-8k``) names, or None."""
     if SEP in target and "/" not in target:
         return target
     return _id_from_permalink(target)
@@ -80,26 +96,25 @@ def config_id_of(target: str) -> str | None:
 
 
 def verify_configs(checker: Checker, cids: list[str]) -> Outcome:
-    """Recompute ``cids`` and compare every file of each (nearest fits from the site's rows)."""
+    """Recompute ``cids`` and compare every file of each (siblings as the site published them)."""
     outcome = Outcome()
     fresh = dict(zip(cids, checker.recompute(cids), strict=True))
-    models = {checker.combo(c).model for c in cids}
-    same_model: dict[str, list[ResultRow]] = {m: [] for m in models}
-    for cid, combo in checker.combos.items():
-        if combo.model in models:
-            row = fresh[cid][0] if cid in fresh else checker.published_row(cid)
-            if row is not None:
-                same_model[combo.model].append(row)
+    models = sorted({checker.combo(c).model for c in cids})
+    refs = {m: checker.published_refs(m) for m in models}
     for cid in cids:
         row, curves = fresh[cid]
         outcome.checked.append(cid)
-        outcome.findings += checker.check(row, curves, same_model[row.model])
+        outcome.findings += checker.check(row, curves, refs[row.model])
     return outcome
 
 
 def verify_site(checker: Checker, sample: int | None, seed: int) -> Outcome:
-    """Every config of the catalog (or a seeded sample) against the site, plus the index's ids."""
-    index = checker.index_lines()
+    """Every config of the catalog (or a seeded sample) against the site, plus the indexes' ids."""
+    from backpressure.generator.site.model_api import model_file
+
+    index: dict[str, str] = {}
+    for model in sorted({c.model for c in checker.combos.values()}):
+        index.update(checker.model_lines(model))
     wanted = sorted(checker.combos)
     missing = sorted(set(wanted) - set(index))
     extra = sorted(set(index) - set(wanted))
@@ -110,28 +125,48 @@ def verify_site(checker: Checker, sample: int | None, seed: int) -> Outcome:
     )
     outcome = verify_configs(checker, [c for c in cids if c in index])
     if missing:
+        where = model_file(checker.combos[missing[0]].model)
         outcome.findings.append(
-            Finding("api/configs.json", f"{len(missing)} config(s) missing, e.g. {missing[0]}")
+            Finding(where, f"{len(missing)} config(s) missing, e.g. {missing[0]}")
         )
     if extra:
         outcome.findings.append(
-            Finding(
-                "api/configs.json", f"{len(extra)} config(s) the catalog has not, e.g. {extra[0]}"
-            )
+            Finding("api/models/", f"{len(extra)} config(s) the catalog has not, e.g. {extra[0]}")
         )
     return outcome
 
 
-def verify_json(cat: Catalog, published: Any, cid: str) -> Outcome:
-    """A published config JSON on its own: every field, with its type, recomputed."""
+def published_ids(published: Any) -> list[str]:
+    """The config ids a published JSON names: a model's index, or one config's object from it."""
+    items = published.get("configs") if isinstance(published, dict) else None
+    if isinstance(items, list):
+        ids = [i.get("id") if isinstance(i, dict) else None for i in items]
+    else:
+        ids = [published.get("id") if isinstance(published, dict) else None]
+    if not ids or not all(isinstance(i, str) for i in ids):
+        raise VerifyError("not a published model index or config (an object without ids)")
+    return [str(i) for i in ids]
+
+
+def verify_json(cat: Catalog, published: Any, site_url: str = "") -> Outcome:
+    """A published model index (or one config's object from it) on its own: every field, typed."""
+    from backpressure.generator.site.model_api import Prices, config_item
+
+    cids = published_ids(published)
+    items = published.get("configs", [published])
+    combos = {c.id: c for c in enumerate_combos(cat)}
+    unknown = [c for c in cids if c not in combos]
+    if unknown:
+        raise VerifyError(f"config {unknown[0]!r} is not in the catalog's sweep")
     keys = InputKeys(cat)
-    combo = next((c for c in enumerate_combos(cat) if c.id == cid), None)
-    if combo is None:
-        raise VerifyError(f"config {cid!r} is not in the catalog's sweep")
-    row, _ = evaluate_many(cat, [(combo, keys.fingerprint_key(combo))])[0]
-    outcome = Outcome(checked=[cid])
-    outcome.differences = compare_fields(published, row_json(row))
-    outcome.findings = [Finding(f"{cid}.json", f"field {k}") for k, _, _ in outcome.differences]
+    rows = evaluate_many(cat, [(combos[c], keys.fingerprint_key(combos[c])) for c in cids])
+    prices = Prices(cat)
+    outcome = Outcome(checked=cids)
+    for item, (row, _) in zip(items, rows, strict=True):
+        fresh = strict_json.loads_strict(strict_json.dumps(config_item(row, site_url, prices)))
+        diffs = compare_fields(item, fresh)
+        outcome.differences += [(f"{row.config_id}: {k}", p, f) for k, p, f in diffs]
+        outcome.findings += [Finding(row.config_id, f"field {k}") for k, _, _ in diffs]
     return outcome
 
 
@@ -139,7 +174,9 @@ def render(outcome: Outcome, sampled: bool = False) -> str:
     """Human report: one line on a match; per file what differs on a mismatch."""
     n = len(outcome.checked)
     what = (
-        "page, badge, JSON, index line and hub cells" if not outcome.differences else "every field"
+        "JSON line, anchored row, page and badge where it fits, hub cells"
+        if not outcome.differences
+        else "every field"
     )
     if outcome.matches:
         if n == 1:
@@ -148,7 +185,8 @@ def render(outcome: Outcome, sampled: bool = False) -> str:
         return f"verified: {scope} {n:,} configs match the catalog ({what} of each)"
     if outcome.differences:
         lines = [
-            f"MISMATCH: {outcome.checked[0]}: {len(outcome.differences)} field(s) differ",
+            f"MISMATCH: {len(outcome.differences)} field(s) differ in "
+            f"{len({f.file for f in outcome.findings})} of {n:,} config(s)",
             f"  {'field':<24} {'published':>24} {'recomputed':>24}",
         ]
         lines += [f"  {k:<24} {_cut(p):>24} {_cut(f):>24}" for k, p, f in outcome.differences]

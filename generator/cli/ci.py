@@ -55,11 +55,12 @@ def verify_command(
     """Recompute TARGET from the catalog and compare what a reader sees of it.
 
     TARGET is a site directory (every config, or --sample N of them), a config
-    id, permalink or URL (checked in --site), or a published config JSON file.
-    For each config the JSON, the page (every number, the charts' data), the
-    badge, its api/configs.json line and its hub cells are made again and
-    compared. Exit 0 when everything matches, 1 on any difference, 2 when a
-    file cannot be read.
+    id, permalink, URL or anchored row's URL (checked in --site), or a published model JSON file
+    (api/models/<model>.json, or one config's object from it). For each config
+    its line of api/models/<model>.json, its anchored row on the GPU x model
+    page, its page and badge where it fits (none where it does not) and its
+    hub cells are made again and compared. Exit 0 when everything matches, 1
+    on any difference, 2 when a file cannot be read.
     """
     from backpressure.generator.ci import verify as v
     from backpressure.generator.ci.strict_json import DuplicateKey
@@ -76,10 +77,11 @@ def verify_command(
             except DuplicateKey as exc:
                 click.echo(f"MISMATCH: {path}: tampered: {exc}")
                 raise click.exceptions.Exit(1) from exc
-            cid = published.get("config_id") if isinstance(published, dict) else None
-            if not isinstance(cid, str):
-                raise v.VerifyError(f"{target}: not a published config (no config_id)")
-            outcome = v.verify_json(cat, published, cid)
+            try:
+                v.published_ids(published)
+            except v.VerifyError as exc:
+                raise v.VerifyError(f"{target}: {exc}") from exc
+            outcome = v.verify_json(cat, published, _site_url(config_file))
         else:
             cid = v.config_id_of(target)
             if cid is None:
@@ -100,10 +102,18 @@ def _checker(cat: Any, site: Path, config_file: Path | None) -> Any:
     from backpressure.generator.paths import MKDOCS_YML
     from mkdocs.config import load_config
 
-    if not (site / "api" / "configs.json").is_file():
-        raise VerifyError(f"{site} is not a published site (no api/configs.json)")
+    if not (site / "api" / "models.json").is_file():
+        raise VerifyError(f"{site} is not a published site (no api/models.json)")
     cfg = load_config(config_file=str(config_file or MKDOCS_YML))
     return Checker(cat, site, (cfg.site_url or "").rstrip("/"), cfg.site_name)
+
+
+def _site_url(config_file: Path | None) -> str:
+    from backpressure.generator.paths import MKDOCS_YML
+    from mkdocs.config import load_config
+
+    cfg = load_config(config_file=str(config_file or MKDOCS_YML))
+    return (cfg.site_url or "").rstrip("/")
 
 
 @click.command("diff")

@@ -8,7 +8,9 @@ them with mkdocs (strict) unless their sources did not change
 (generator/site_mkdocs.py); key every config page by what its bytes depend on
 (generator/site_keys.py), render the configs whose key the render cache
 (``<out>.cache``, generator/site_cache.py) lacks and hard-link the rest from it
-(generator/site_configs.py); write the JSON index; index with Pagefind unless
+(generator/site_configs.py) for the configs that fit, and a page per GPU x
+model holding every config's anchored row (generator/site/pair_pages.py);
+write the per-model JSON indexes (generator/site/model_api.py); index with Pagefind unless
 no page it reads changed; validate every relative link; then swap the
 workspace in for ``<out>``. A failure anywhere leaves ``<out>`` as it was.
 
@@ -31,12 +33,18 @@ from pathlib import Path
 from backpressure.catalog.loader import load_catalog
 from backpressure.generator import keys as site_keys
 from backpressure.generator.paths import MKDOCS_YML, TEMPLATES
-from backpressure.generator.site import charts, gate, model_json
+from backpressure.generator.site import charts, gate
 from backpressure.generator.site import mkdocs_step as site_mkdocs
+from backpressure.generator.site import model_json as rank_json
 from backpressure.generator.site import search as site_search
-from backpressure.generator.site.configs import summary, write_configs
+from backpressure.generator.site.configs import write_configs
+from backpressure.generator.site.links import has_page, pair_dir
 from backpressure.generator.site.model import SiteModel, gather
-from backpressure.generator.site.pages import Limits, page_path
+from backpressure.generator.site.model_api import INDEX as MODELS_INDEX
+from backpressure.generator.site.model_api import index_json, model_file, model_json
+from backpressure.generator.site.pages import Limits, device_name, page_path
+from backpressure.generator.site.pair_pages import DEPTH as PAIR_DEPTH
+from backpressure.generator.site.pair_pages import write_pairs
 from backpressure.generator.site.publish import assemble, guard
 from backpressure.generator.site.publish import tree as site_tree
 from backpressure.generator.site.publish.cache import RenderCache
@@ -62,17 +70,21 @@ class BuildReport:
 
 
 def validate(m: SiteModel, files: set[str], site: Path, known: dict[str, list[str]]) -> None:
-    """Every config page, badge and JSON is there, and no relative link is broken.
+    """Every page, badge and JSON index the design promises is there; no relative link is broken.
 
-    ``known`` holds the links of pages that need not be read again (the config
-    pages: their shell's links plus their body's, kept in the render cache).
+    A config that fits has its page and badge; one that does not has none (its
+    permalink is left to ``404.html``); every config's GPU x model page and
+    model JSON are there. ``known`` holds the links of pages that need not be
+    read again (the config pages: their shell's links plus their body's, kept
+    in the render cache).
     """
-    missing = [r.permalink for r in m.rows if page_path(r.permalink) not in files]
-    missing += [
-        f"api/configs/{r.config_id}.json"
-        for r in m.rows
-        if f"api/configs/{r.config_id}.json" not in files
-    ]
+    expected = {page_path(pair_dir(r.gpu, r.model)) for r in m.rows}
+    expected |= {model_file(r.model) for r in m.rows} | {"404.html"}
+    for r in m.rows:
+        if has_page(r):
+            expected |= {page_path(r.permalink), r.permalink + "badge.svg"}
+    missing = sorted(expected - files)
+    missing += [r.permalink for r in m.rows if not has_page(r) and page_path(r.permalink) in files]
     if missing:
         raise assemble.SiteError(f"{len(missing)} expected files missing, e.g. {missing[:3]}")
 
@@ -125,16 +137,20 @@ def _write_site(
         d: site_keys.digest(version, sh.head, sh.tail, m.site_url, repr(lim), ent.shared)
         for d, sh in shells.items()
     }
-    keys = site_keys.config_keys(m.rows, m.curve_texts(), m.nearest, ent, base)
+    paged = [r for r in m.rows if has_page(r)]
+    sib = {r.config_id: m.siblings.key(r, lambda d: device_name(m.cat, d)) for r in paged}
+    keys = site_keys.config_keys(paged, m.curve_texts(), m.nearest, ent, base, sib)
     written = write_configs(env, m, tree, shells, keys, lim)
-    tree.write("api/configs.json", summary(m))
-    for name, text in model_json.files(m.cat, m.model_configs).items():
+    pairs = write_pairs(env, m, tree, shells[PAIR_DEPTH])
+    for mid, rows in m.by_model.items():
+        tree.write(model_file(mid), model_json(m.cat, mid, rows, m.site_url))
+    tree.write(MODELS_INDEX, index_json(m.cat, m.by_model, m.site_url))
+    for name, text in rank_json.files(m.cat, m.model_configs).items():
         tree.write(name, text)
-    for name, data in assemble.sitemap(m.site_url, urls + [r.permalink for r in m.rows]).items():
+    listed = urls + [r.permalink for r in paged] + [p.removesuffix("index.html") for p in pairs]
+    for name, data in assemble.sitemap(m.site_url, listed).items():
         tree.write(name, data)
-    known = _config_links(
-        m, shells, {r.config_id: written.links[keys[r.config_id]] for r in m.rows}
-    )
+    known = _config_links(m, shells, {r.config_id: written.links[keys[r.config_id]] for r in paged})
     # Pagefind reads every HTML file in the tree: none may be left from an older build.
     tree.sweep(lambda rel: rel.endswith(".html"))
     clock.lap("configs")
@@ -160,6 +176,8 @@ def _config_links(
         each[d] = [t for t in links if not t.startswith("../" * d)]
     known = {}
     for r in m.rows:
+        if not has_page(r):
+            continue
         d = site_keys.depth(r.permalink)
         known[page_path(r.permalink)] = each[d] + body[r.config_id] + once.pop(d, [])
     return known

@@ -1,25 +1,33 @@
 """Config pages: render those whose content key changed, take the rest from the render cache.
 
-Each config renders to three published files (its page, its badge, its JSON),
-one cache entry under the config's key (generator/site_keys.py), plus the links
-in its page's body, kept so that checking an unchanged page's links does not
-mean reading it again. The site hard-links the entry's files.
+Each config that fits renders to two published files (its page and its badge),
+one cache entry under the config's key (generator/keys.py), plus the links in
+its page's body, kept so that checking an unchanged page's links does not mean
+reading it again. The site hard-links the entry's files. A config that does not
+fit has no page: its row on the GPU x model page stands for it
+(generator/site/pair_pages.py), and its data is in its model's JSON
+(generator/site/model_api.py).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from backpressure.generator import text
 from backpressure.generator.keys import depth
 from backpressure.generator.records import ResultRow
-from backpressure.generator.results_io import row_json
 from backpressure.generator.site import charts, gate
 from backpressure.generator.site.chart_pack import pack
 from backpressure.generator.site.escape import commonmark_text
-from backpressure.generator.site.pages import RULE_LABELS, Limits, config_context, page_path
+from backpressure.generator.site.links import has_page
+from backpressure.generator.site.pages import (
+    RULE_LABELS,
+    Limits,
+    config_context,
+    device_name,
+    page_path,
+)
 from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.svg import badge, fallbacks
 from jinja2 import Environment
@@ -27,23 +35,6 @@ from jinja2 import Environment
 if TYPE_CHECKING:
     from backpressure.generator.site.model import SiteModel
     from backpressure.generator.site.publish.tree import Tree
-
-SUMMARY_FIELDS = (
-    "error_band_pct",
-    "serving_band_pct",
-    "max_concurrency",
-    "binding_ceiling",
-    "saturation_bound",
-    "kv_dtype",
-    "usable",
-    "fails_at_any_load",
-    "breaking_rule",
-    *(f"{k}{s}" for k in ("saturation_rps", "breaking_rps") for s in ("", "_low", "_high")),
-    "shed_onset_rps",
-    "p99_break_rps",
-    "ttft_break_rps",
-    "soak_break_rps",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +69,7 @@ def render_config(
     data = charts.datasets_for(row, curves, lim)
     gate.check_data(f"config {row.config_id}: chart data", data)
     ctx = config_context(m.cat, row, curves, m.nearest.get(row.config_id, []), data, lim)
+    ctx["siblings"] = m.siblings.of(row, lambda d: device_name(m.cat, d))
     _left, right = badge_parts(row)
     link = f"{m.site_url}/{row.permalink}" if m.site_url else f"/{row.permalink}"
     alt = f"{ctx['title']}: {right}"
@@ -94,12 +86,11 @@ def render_config(
 def config_files(
     env: Environment, m: SiteModel, row: ResultRow, lim: Limits, shell: assemble.Shell
 ) -> tuple[dict[str, bytes], list[str]]:
-    """The cache entry of one config (page, badge, JSON) and the links in its page's body."""
+    """The cache entry of one config (page, badge) and the links in its page's body."""
     title, desc, body = render_config(env, m, row, lim)
     parts = {
         "html": shell.wrap(title, desc, body).encode("utf-8"),
         "svg": badge(*badge_parts(row), row.breaking_rps is not None).encode("utf-8"),
-        "json": config_json(row).encode("utf-8"),
     }
     return parts, assemble.page_links(body)
 
@@ -112,11 +103,13 @@ def write_configs(
     keys: dict[str, str],
     lim: Limits,
 ) -> Written:
-    """Place every config's page, badge and JSON in the tree, rendering only cache misses."""
+    """Place the page and badge of every config that fits, rendering only cache misses."""
     cache = tree.cache
     rendered = []
     links: dict[str, list[str]] = {}
     for row in m.rows:
+        if not has_page(row):
+            continue
         key = keys[row.config_id]
         cached = cache.config(key)
         if cached is None:
@@ -128,31 +121,4 @@ def write_configs(
         links[key] = body_links
         tree.place(page_path(row.permalink), entry["html"])
         tree.place(row.permalink + "badge.svg", entry["svg"])
-        tree.place(f"api/configs/{row.config_id}.json", entry["json"])
     return Written(tuple(rendered), links)
-
-
-def config_json(row: ResultRow) -> str:
-    """``api/configs/<id>.json``: the row, every field, canonically."""
-    return json.dumps(row_json(row), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
-
-
-def summary_line(r: ResultRow, site_url: str) -> str:
-    """One config's line of ``api/configs.json``."""
-    item = {
-        "id": r.config_id,
-        "url": f"{site_url}/{r.permalink}" if site_url else r.permalink,
-        "gpu": r.gpu,
-        "model": r.model,
-        "quant": r.quant,
-        "context": r.context,
-        "fits": r.fits,
-        "slots": r.slots,
-        **{k: getattr(r, k) for k in SUMMARY_FIELDS},
-    }
-    return json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def summary(m: SiteModel) -> str:
-    """``api/configs.json``: one line per config, so a rebuild's diff is one line per change."""
-    return "[\n" + ",\n".join(summary_line(r, m.site_url) for r in m.rows) + "\n]\n"

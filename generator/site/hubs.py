@@ -11,6 +11,7 @@ from backpressure.catalog.loader import Catalog
 from backpressure.engine.kv import kv_bytes_per_token, kv_bytes_per_token_heuristic
 from backpressure.generator.records import ResultRow, context_label
 from backpressure.generator.resolve import AUTO_KV_BYTES
+from backpressure.generator.site.links import row_url
 from backpressure.generator.site.pages import device_name, names
 
 HEADLINE_MODELS = ("llama-3.1-8b", "mistral-small-24b", "qwen2.5-32b", "llama-3.3-70b")
@@ -53,9 +54,9 @@ def status(row: ResultRow) -> str:
 
 
 def cell(row: ResultRow, root: str) -> Cell:
-    """A row as a linked table cell, its URL relative via ``root``."""
+    """A row as a linked table cell via ``root``: to its page, or to its anchored row."""
     return Cell(
-        root + row.permalink,
+        root + row_url(row),
         row.fits,
         status(row),
         row.max_concurrency or 0,
@@ -181,6 +182,7 @@ def model_context(cat: Catalog, model: str, rows: list[ResultRow]) -> dict[str, 
         "contexts": contexts_of(rows),
         "sections": sections,
         "root": "../../",
+        "search_terms": " ".join(p for p in model.replace("_", "-").split("-") if p),
     }
 
 

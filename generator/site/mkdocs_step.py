@@ -28,6 +28,7 @@ from backpressure.generator.site.hubs import (
 from backpressure.generator.site.methodology import methodology_context
 from backpressure.generator.site.model import accuracy_context
 from backpressure.generator.site.pages import Limits
+from backpressure.generator.site.pair_pages import DEPTH as PAIR_DEPTH
 from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.rank_page import rank_context
 from backpressure.generator.site.scenarios import scenario_contexts
@@ -105,7 +106,7 @@ def hubs(
     env: Environment, m: SiteModel, tree: Tree, config_file: Path, templates: Path
 ) -> tuple[dict[int, assemble.Shell], list[str]]:
     """Hub pages into the tree; returns the shells by depth and the hub pages' URLs."""
-    depths = {depth(r.permalink) for r in m.rows} or {5}
+    depths = {depth(r.permalink) for r in m.rows} | {PAIR_DEPTH}
     cache = tree.cache
     docs, built = cache.scratch / "docs", cache.scratch / "mkdocs"
     try:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,7 @@ from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.site.data import CurveLines, read_sweep
 from backpressure.generator.site.pages import NearestFits
 from backpressure.generator.site.scenarios import scenario_contexts
+from backpressure.generator.site.siblings import Siblings, catalog_memory
 
 if TYPE_CHECKING:
     from backpressure.generator.site.publish.cache import RenderCache
@@ -40,12 +41,17 @@ class SiteModel:
         near = NearestFits(self.rows)
         self.nearest = {r.config_id: near(r) for r in self.rows if not r.fits}
 
-    @functools.cached_property
+    @cached_property
     def model_configs(self) -> dict[str, list[dict[str, Any]]]:
         """Per model, its configs as ``api/models/<id>.json`` lists them (computed once)."""
         from backpressure.generator.site.model_json import model_configs
 
         return model_configs(self.cat, self.rows, self.curves, self.site_url)
+
+    @cached_property
+    def siblings(self) -> Siblings:
+        """Every config's siblings (the links on its page), indexed once."""
+        return Siblings(self.rows, catalog_memory(self.cat))
 
     def curve_texts(self) -> Mapping[str, str]:
         """Each config's canonical curves text, as its page key hashes it."""

@@ -1,4 +1,4 @@
-"""``api/models/<model>.json``: every config of one model with its rates and costs.
+"""``api/rank/<model>.json``: every config of one model with its rates and costs.
 
 The ranking and compare pages fetch these files (relative to themselves), so
 each stays small: one object per config with the fields a table shows and why
@@ -35,6 +35,7 @@ from backpressure.generator.plan.economics import economics, prices_frame
 from backpressure.generator.plan.frame import concurrency_frame, results_frame
 from backpressure.generator.plan.rank import plain, ranking
 from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.site.links import row_url
 from backpressure.generator.site.pages import device_name
 
 # Device kinds a ranking filters on: id -> label.
@@ -124,7 +125,7 @@ def model_configs(
             r = by_id[cid]
             item: dict[str, Any] = {
                 "id": cid,
-                "url": f"{site_url}/{r.permalink}" if site_url else r.permalink,
+                "url": f"{site_url}/{row_url(r)}" if site_url else row_url(r),
                 "gpu_name": device_name(cat, r.gpu),
                 "device_kind": device_kind(cat, r.gpu),
             }
@@ -163,6 +164,6 @@ def dumps(doc: dict[str, Any]) -> str:
 def files(cat: Catalog, by_model: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
     """Every model's file: site path -> text."""
     return {
-        f"api/models/{model}.json": dumps(document(cat, model, configs))
+        f"api/rank/{model}.json": dumps(document(cat, model, configs))
         for model, configs in by_model.items()
     }

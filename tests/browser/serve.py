@@ -31,10 +31,27 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Pages(_Quiet):
+    """Like GitHub Pages: a path with no file gets the site's ``404.html``, status 404."""
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        page = Path(self.directory) / "404.html"
+        if code != 404 or not page.is_file():
+            super().send_error(code, message, explain)
+            return
+        body = page.read_bytes()
+        self.send_response(404)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
 @contextlib.contextmanager
 def serve(site: Path) -> Iterator[str]:
-    """Serve ``site`` on an ephemeral 127.0.0.1 port; yields the base URL."""
-    handler = functools.partial(_Quiet, directory=str(site))
+    """Serve ``site`` on an ephemeral 127.0.0.1 port as a static host would; yields its URL."""
+    handler = functools.partial(_Pages, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -24,6 +24,8 @@ if not Path(CHROMIUM).exists():  # CI installs it; a bare dev machine may not ha
     pytest.skip(f"{CHROMIUM} not installed", allow_module_level=True)
 
 FIT = "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/"
+PAIR, ANCHOR = "gpu/rtx-4090/llama-3.1-8b/", "q4_k_m-8k"
+NOFIT = "gpu/rtx-4090/llama-3.3-70b/q4_k_m/8k/"  # no page: the 404 page sends it to its row
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +58,11 @@ def test_search_then_config_page_draws_svg_chart(site, browser):
         page.goto(base)
         page.wait_for_selector("#bp-search input")
         page.fill("#bp-search input", "4090 llama 3.1 8b q4")
-        link = page.wait_for_selector(f'.pagefind-ui__result-link[href*="{FIT}"]', timeout=15000)
+        # Search finds the GPU x model page (config pages are not indexed); its row links the page.
+        link = page.wait_for_selector(f'.pagefind-ui__result-link[href*="{PAIR}"]', timeout=15000)
         link.click()
+        page.wait_for_url(f"**/{PAIR}")
+        page.click(f'tr[id="{ANCHOR}"] a[href="q4_k_m/8k/"]')
         page.wait_for_url(f"**/{FIT}")
 
         page.wait_for_selector(
@@ -70,3 +75,54 @@ def test_search_then_config_page_draws_svg_chart(site, browser):
     assert errors == []
     hosts = {urlparse(u).hostname for u in requests if not u.startswith(("data:", "blob:"))}
     assert hosts == {"127.0.0.1"}, sorted(u for u in requests if "127.0.0.1" not in u)
+
+
+def test_404_page_sends_a_permalink_without_a_page_to_its_row(site, browser):
+    errors: list[str] = []
+    with serve(site) as base:
+        page = browser.new_page()
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        assert not (site / NOFIT).exists()
+        page.goto(base + NOFIT)
+        page.wait_for_url("**/gpu/rtx-4090/llama-3.3-70b/#q4_k_m-8k")
+        assert page.locator('tr[id="q4_k_m-8k"]').count() == 1
+        assert page.evaluate("document.querySelector(':target').id") == "q4_k_m-8k"
+
+        # The mapping on its own, as the 404 page's script defines it.
+        page.goto(base + "gpu/no/such/page/here/x/y/")
+        page.wait_for_load_state("load")
+        assert page.url == base + "gpu/no/such/page/here/x/y/"  # not a permalink: stays put
+        target = "bpNotFoundTarget"
+        cases = {
+            "/gpu/rtx-4090/llama-3.3-70b/q4_k_m/8k/": "/gpu/rtx-4090/llama-3.3-70b/#q4_k_m-8k",
+            "/bp/gpu/a/b/fp8/32k/kv-fp8/": "/bp/gpu/a/b/#fp8-32k-kv-fp8",
+            "/gpu/a/b/q/8k/index.html": "/gpu/a/b/#q-8k",
+            "//evil.example/gpu/a/b/q/8k/": None,  # protocol-relative: another host
+            "/gpu/a/b/q/8k/../../../x/": None,
+            "/gpu/A/b/q/8k/": None,  # not an id
+            "/gpu/a/b/q/8k/extra/": None,
+            "/gpu/a/b/q/eight/": None,
+            "/gpu/a%2F..%2F/b/q/8k/": None,
+            "/gpu/a/b/q/8k/\\evil.example/": None,
+        }
+        for path, want in cases.items():
+            assert page.evaluate(f"window.{target}({path!r})") == want, path
+        page.close()
+    assert errors == []
+
+
+def test_a_models_hub_ranks_first_for_its_name(site, browser):
+    with serve(site) as base:
+        page = browser.new_page()
+        page.goto(base + "search/")
+        page.wait_for_selector("#bp-search input")
+        page.fill("#bp-search input", "Llama 3.1 8B Instruct")
+        first = page.wait_for_selector(".pagefind-ui__result-link", timeout=15000)
+        assert first.get_attribute("href").endswith("model/llama-3.1-8b/")
+        # The GPU x model pages follow, each with its headline numbers in the excerpt.
+        page.wait_for_function("document.querySelectorAll('.pagefind-ui__result').length > 1")
+        hrefs = [
+            a.get_attribute("href") for a in page.query_selector_all(".pagefind-ui__result-link")
+        ]
+        assert any(h.endswith("gpu/rtx-4090/llama-3.1-8b/") for h in hrefs)
+        page.close()

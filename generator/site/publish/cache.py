@@ -48,7 +48,7 @@ FORMAT = "backpressure render cache 4\n"
 # What a cache directory holds; one holding anything else is not ours to discard.
 _LAYOUT = frozenset({"FORMAT", "index.json", "index.json.tmp", "files", "docs", "scratch", "trash"})
 log = logging.getLogger("backpressure")
-CONFIG_PARTS = ("html", "svg", "json")
+CONFIG_PARTS = ("html", "svg")  # a config's page and badge; its data is in its model's JSON
 _INDEX = "index.json"
 _REMOVER = "import shutil, sys\nfor p in sys.argv[1:]:\n    shutil.rmtree(p, ignore_errors=True)"
 _LAUNCHER = (
@@ -106,7 +106,7 @@ class RenderCache:
     # -- config pages ----------------------------------------------------------
 
     def config(self, key: str) -> tuple[dict[str, str], list[str]] | None:
-        """A config's files by part (html, svg, json) and its body links, if all are stored."""
+        """A config's files by part (html, svg) and its body links, if all are stored."""
         entry = self._entries().get(key) if self.reuse else None
         if not isinstance(entry, dict) or not all(
             isinstance(entry.get(p), str) for p in CONFIG_PARTS
@@ -123,7 +123,7 @@ class RenderCache:
         return paths, entry["links"]
 
     def put_config(self, key: str, parts: dict[str, bytes], links: list[str]) -> dict[str, str]:
-        """Store a config's files (page, badge, JSON) and record them, with its links, by key."""
+        """Store a config's files (page, badge) and record them, with its links, by key."""
         paths = {part: self.blob(parts[part]) for part in CONFIG_PARTS}
         self._fresh[key] = {
             **{part: p.rpartition("/")[2] for part, p in paths.items()},

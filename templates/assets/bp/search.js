@@ -1,15 +1,11 @@
-/* Pagefind search box: static indexes under /pagefind/ and /pagefind-configs/, no network beyond this site. */
+/* Pagefind search box: a static index under /pagefind/, no network beyond this site. */
 (function () {
   "use strict";
   var box = document.getElementById("bp-search");
   if (!box || !window.PagefindUI) return;
-  // The config pages have a bundle of their own beside /pagefind/ (see
-  // generator/site_search.py); every query searches both.
-  var script = document.querySelector('script[src$="pagefind/pagefind-ui.js"]');
-  var configs = script ? script.src.replace(/pagefind\/pagefind-ui\.js$/, "pagefind-configs/") : null;
+  // The hubs and the GPU x model pages are indexed; a config page is reached from them.
   var ui = new window.PagefindUI({
     element: "#bp-search",
-    mergeIndex: configs ? [{ bundlePath: configs }] : [],
     showImages: false,
     showSubResults: false,
     resetStyles: false,

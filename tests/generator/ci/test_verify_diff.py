@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -11,7 +12,9 @@ from backpressure.generator.ci.diff import compare, markdown
 from backpressure.generator.ci.verify import config_id_of
 from backpressure.generator.cli.main import main
 from backpressure.generator.keys import InputKeys
-from backpressure.generator.results_io import read_results, row_json
+from backpressure.generator.results_io import read_results
+from backpressure.generator.site.links import row_anchor
+from backpressure.generator.site.model_api import model_json
 from backpressure.generator.sweep.combos import enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate
 from backpressure.generator.sweep.run import run_sweep
@@ -21,16 +24,18 @@ from tests.generator.small_catalog import make_small_catalog
 CID = "rtx-4090--llama-3.1-8b--q4_k_m--8k"
 
 
+MODEL_JSON = "api/models/llama-3.1-8b.json"
+
+
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
-    """A site directory holding one published config JSON, computed from the bundled catalog."""
+    """A site holding one model JSON of one config, computed from the bundled catalog."""
     cat = load_catalog()
     combo = next(c for c in enumerate_combos(cat) if c.id == CID)
     row, _ = evaluate(cat, combo, InputKeys(cat).fingerprint_key(combo))
     site = tmp_path_factory.mktemp("site")
-    api = site / "api" / "configs"
-    api.mkdir(parents=True)
-    (api / f"{CID}.json").write_text(json.dumps(row_json(row), sort_keys=True))
+    (site / "api" / "models").mkdir(parents=True)
+    (site / MODEL_JSON).write_text(model_json(cat, "llama-3.1-8b", [row], ""), encoding="utf-8")
     return site
 
 
@@ -41,6 +46,7 @@ def published(tmp_path_factory):
         "/gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/",
         "https://example.org/x/gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/",
         "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/index.html",
+        "https://example.org/x/gpu/rtx-4090/llama-3.1-8b/#q4_k_m-8k",
     ],
 )
 def test_targets_name_their_config(target):
@@ -48,7 +54,7 @@ def test_targets_name_their_config(target):
 
 
 def test_verify_matches_a_published_json(published, capsys):
-    code = main(["verify", str(published / "api" / "configs" / f"{CID}.json")])
+    code = main(["verify", str(published / MODEL_JSON)])
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith(f"verified: {CID}")
@@ -60,16 +66,19 @@ def test_a_site_without_an_index_is_exit_2(published, capsys):
 
 
 def test_verify_catches_tampering(published, tmp_path, capsys):
-    data = json.loads((published / "api" / "configs" / f"{CID}.json").read_text())
-    data["slots"] += 1
+    data = json.loads((published / MODEL_JSON).read_text())
+    data["configs"][0]["slots"] += 1
     tampered = tmp_path / "tampered.json"
     tampered.write_text(json.dumps(data))
     code = main(["verify", str(tampered)])
     out = capsys.readouterr().out
     assert code == 1
     assert "MISMATCH" in out
-    rows = {line.split()[0] for line in out.splitlines()[2:]}
-    assert rows == {"slots", "fingerprint"} or rows == {"slots"}
+    assert [line.split()[:2] for line in out.splitlines()[2:]] == [[f"{CID}:", "slots"]]
+    one = tmp_path / "one.json"  # one config's object, as a page would keep it
+    one.write_text(json.dumps(data["configs"][0]))
+    assert main(["verify", str(one)]) == 1
+    assert f"{CID}: slots" in capsys.readouterr().out
 
 
 def test_verify_rejects_nonsense(capsys):
@@ -102,3 +111,10 @@ def test_compare_uses_tolerance(tmp_path):
     rows = read_results(out)
     assert compare(rows, rows, 0.05) == []
     assert markdown([], 0.05).startswith("No config moved")
+    # A config that stops fitting loses its page: the diff says where its address now lands.
+    row = next(r for r in rows if r.fits)
+    gone = [dataclasses.replace(r, fits=False) if r is row else r for r in rows]
+    (move,) = compare(rows, gone, 0.05)
+    anchor = f"gpu/{row.gpu}/{row.model}/#{row_anchor(row)}"
+    assert ("address", row.permalink, anchor) in move.changes
+    assert f"| {row.permalink} | {anchor} |" in markdown([move], 0.05)

@@ -1,9 +1,9 @@
 """`verify SITE_DIR` recomputes every config and compares every file a reader sees of it.
 
 A real (tiny) sweep and build, then one tamper per test on a copy of the site:
-any changed number (in the page, the badge, a hub cell, the index, the JSON),
-a type change (85 -> 85.0, true -> 1) or a duplicate key is exit 1 naming the
-file; a file that cannot be read is exit 2.
+any changed number (in the page, the badge, a hub cell, the anchored row on the
+GPU x model page, the model's JSON), a type change (85 -> 85.0, true -> 1) or
+a duplicate key is exit 1 naming the file; a file that cannot be read is exit 2.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from tests.tiny_catalog import make_tiny_catalog
 CID = "rtx-4090--llama-3.1-8b--q4_k_m--8k"
 PAGE = "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/index.html"
 NOFIT = "rtx-4090--qwen3-30b-a3b--bf16--8k"
+MODEL_JSON = "api/models/llama-3.1-8b.json"
+PAIR = "gpu/rtx-4090/qwen3-30b-a3b/index.html"
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,31 @@ def test_an_untouched_site_verifies_whole_and_sampled(built, capsys):
     assert code == 0, out
 
 
+def test_the_model_json_round_trips_through_verify(built, capsys):
+    site, catalog = built
+    code, out = run(capsys, str(site / MODEL_JSON), "--catalog", str(catalog))
+    assert code == 0, out
+    n = len(json.loads((site / MODEL_JSON).read_text(encoding="utf-8"))["configs"])
+    assert out.startswith(f"verified: all {n} configs match")
+    for target in (
+        NOFIT,
+        "gpu/rtx-4090/qwen3-30b-a3b/#bf16-8k",
+        "gpu/rtx-4090/qwen3-30b-a3b/bf16/8k/",
+    ):
+        code, out = run(capsys, target, "--site", str(site), "--catalog", str(catalog))
+        assert code == 0, (target, out)
+        assert f"verified: {NOFIT} matches" in out
+
+
+def edit_line(path: Path, cid: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in the line of ``cid`` only."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    i = next(k for k, ln in enumerate(lines) if f'"id":"{cid}"' in ln)
+    assert old in lines[i], (old, lines[i])
+    lines[i] = lines[i].replace(old, new, 1)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
 def _slots_in_page(page: Path) -> str:
     m = re.search(
         r"<td>KV slots \(worst case\)</td><td>(\d+)</td>", page.read_text(encoding="utf-8")
@@ -104,7 +131,7 @@ def test_a_number_changed_in_the_chart_data(site, capsys):
 def test_a_changed_badge(site, capsys):
     root, catalog = site
     badge = root / "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/badge.svg"
-    edit(badge, " rps", "0 rps")
+    edit(badge, "breaks at ", "breaks at 1")
     code, out = run(capsys, str(root), "--catalog", str(catalog))
     assert code == 1
     assert "badge.svg: badge differs" in out
@@ -124,81 +151,100 @@ def test_a_changed_hub_cell(site, capsys, hub):
     assert f"{hub}: {CID}: its cell is not" in out
 
 
-def test_a_changed_index_line(site, capsys):
+def _json_slots(root: Path) -> int:
+    line = next(
+        ln for ln in (root / MODEL_JSON).read_text(encoding="utf-8").splitlines() if CID in ln
+    )
+    m = re.search(r'"slots":(\d+)', line)
+    assert m
+    return int(m.group(1))
+
+
+def test_a_changed_model_json_line(site, capsys):
     root, catalog = site
-    index = root / "api" / "configs.json"
-    lines = index.read_text(encoding="utf-8").splitlines(keepends=True)
-    i = next(k for k, ln in enumerate(lines) if f'"id":"{CID}"' in ln)
-    lines[i] = re.sub(r'"slots":(\d+)', lambda m: f'"slots":{int(m.group(1)) + 1}', lines[i])
-    index.write_text("".join(lines), encoding="utf-8")
+    slots = _json_slots(root)
+    edit_line(root / MODEL_JSON, CID, f'"slots":{slots}', f'"slots":{slots + 1}')
     code, out = run(capsys, str(root), "--catalog", str(catalog))
     assert code == 1
-    assert f"api/configs.json: {CID}: first difference" in out
+    assert f"{MODEL_JSON}: {CID}: 1 field(s) differ: slots: published {slots + 1}" in out
 
 
 @pytest.mark.parametrize(
     ("old", "new", "what"),
     [
-        ('"slots": 17', '"slots": 18', "slots: published 18, recomputed 17"),
-        ('"slots": 17', '"slots": 17.0', "slots: published 17.0, recomputed 17"),
-        ('"fits": true', '"fits": 1', "fits: published 1, recomputed true"),
-        ('"slots": 17,', '"slots": 17,\n "slots": 17,', "tampered: key 'slots' given twice"),
+        ('"slots":{n}', '"slots":{m}', "slots: published {m}, recomputed {n}"),
+        ('"slots":{n}', '"slots":{n}.0', "slots: published {n}.0, recomputed {n}"),
+        ('"fits":true', '"fits":1', "fits: published 1, recomputed true"),
+        ('"slots":{n},', '"slots":{n},"slots":{n},', "tampered: key 'slots' given twice"),
+        ('"slots":{n},', '"slots":{n}, ', "first difference"),  # same data, other bytes
     ],
 )
 def test_tampered_json_is_a_mismatch(site, capsys, old, new, what):
     root, catalog = site
-    path = root / "api" / "configs" / f"{CID}.json"
-    edit(path, old, new)
+    n = _json_slots(root)
+    fill = {"n": n, "m": n + 1}
+    edit_line(root / MODEL_JSON, CID, old.format(**fill), new.format(**fill))
     code, out = run(capsys, str(root), "--catalog", str(catalog))
-    assert code == 1
-    assert f"api/configs/{CID}.json" in out
-    assert what in out
+    assert code == 1, out
+    assert f"{MODEL_JSON}: {CID}" in out
+    assert what.format(**fill) in out
 
 
 def test_type_changes_in_a_json_file_alone(site, capsys):
     root, catalog = site
-    path = root / "api" / "configs" / f"{CID}.json"
-    edit(path, '"fits": true', '"fits": 1')
+    path = root / MODEL_JSON
+    edit_line(path, CID, '"fits":true', '"fits":1')
     code, out = run(capsys, str(path), "--catalog", str(catalog))
     assert code == 1
-    assert "fits" in out
+    assert f"{CID}: fits" in out
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "missing"])
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "missing", "reflowed"])
 def test_a_file_that_cannot_be_read_is_exit_2(site, capsys, damage):
     root, catalog = site
-    path = root / "api" / "configs" / f"{CID}.json"
+    path = root / MODEL_JSON
     if damage == "truncate":
         path.write_bytes(path.read_bytes()[:40])
     elif damage == "garbage":
         path.write_bytes(b"\xff\xfe not json")
+    elif damage == "reflowed":  # the same data, not in the site's frame
+        path.write_text(json.dumps(json.loads(path.read_text(encoding="utf-8")), indent=1))
     else:
         path.unlink()
     code, out = run(capsys, str(root), "--catalog", str(catalog))
     assert code == 2
     assert out.count("\n") == 1
-    assert f"{CID}.json" in out
+    assert "llama-3.1-8b.json" in out
 
 
-def test_a_corrupt_index_is_exit_2(site, capsys):
+def test_a_site_without_its_model_index_is_exit_2(site, capsys):
     root, catalog = site
-    (root / "api" / "configs.json").write_text("[\n{broken\n]\n")
-    code, out = run(capsys, str(root), "--catalog", str(catalog))
+    (root / "api" / "models.json").unlink()
+    code, out = run(capsys, CID, "--site", str(root), "--catalog", str(catalog))
     assert code == 2
-    assert "api/configs.json" in out
+    assert "api/models.json" in out
 
 
-def test_a_non_fitting_page_lists_its_nearest_fits_as_recomputed(site, capsys):
+def test_a_non_fitting_config_is_checked_by_its_anchored_row(site, capsys):
     root, catalog = site
-    page = root / "gpu/rtx-4090/qwen3-30b-a3b/bf16/8k/index.html"
-    text = page.read_text(encoding="utf-8")
-    assert "Nearest configs that do fit" in text
-    m = re.search(r"; (\d+) requests at once</li>", text)
+    assert not (root / "gpu/rtx-4090/qwen3-30b-a3b/bf16/8k").exists()
+    text = (root / PAIR).read_text(encoding="utf-8")
+    start = text.index('<tr id="bf16-8k"')
+    row = text[start : text.index("</tr>", start)]
+    m = re.search(r"<td>(\d+)</td>", row)  # its slots
     assert m
-    page.write_text(
-        text.replace(m.group(0), m.group(0).replace(m.group(1), "999")), encoding="utf-8"
-    )
+    fake = row.replace(m.group(0), f"<td>{int(m.group(1)) + 5}</td>", 1)
+    (root / PAIR).write_text(text.replace(row, fake), encoding="utf-8")
     code, out = run(capsys, NOFIT, "--site", str(root), "--catalog", str(catalog))
     assert code == 1
-    assert "page differs" in out
-    assert json.loads((root / "api" / "configs.json").read_text())  # the index is untouched
+    assert f"{PAIR}: {NOFIT}: its row is not" in out
+
+
+def test_a_page_for_a_config_that_does_not_fit_is_a_mismatch(site, capsys):
+    root, catalog = site
+    stale = root / "gpu/rtx-4090/qwen3-30b-a3b/bf16/8k"
+    stale.mkdir(parents=True)
+    (stale / "index.html").write_text("<p>fits!</p>", encoding="utf-8")
+    code, out = run(capsys, NOFIT, "--site", str(root), "--catalog", str(catalog))
+    assert code == 1
+    assert "does not fit, yet has a page or badge" in out

@@ -16,9 +16,9 @@ from backpressure.generator.results_io import (
     curves_jsonl,
     read_results,
     results_csv,
-    row_json,
 )
 from backpressure.generator.site.build import build_site
+from backpressure.generator.site.links import row_anchor
 from backpressure.generator.site.publish import assemble
 
 from tests.generator.fixtures import _curves, make_rows, write_fixture, write_sweep
@@ -39,28 +39,67 @@ def _page(site: Path, row) -> str:
     return (site / row.permalink / "index.html").read_text(encoding="utf-8")
 
 
-def test_every_config_has_page_badge_and_json(built):
+def test_fitting_configs_have_a_page_and_badge_the_others_an_anchored_row(built):
     site, rows, report = built
     assert report.configs == len(rows)
+    assert any(not r.fits for r in rows)
+    assert any(r.fits for r in rows)
     for r in rows:
         assert r.permalink == permalink(r.gpu, r.model, r.quant, r.context, r.kv_dtype)
-        assert (site / r.permalink / "index.html").is_file()
-        assert (site / r.permalink / "badge.svg").read_text().startswith("<svg")
-        data = json.loads((site / "api" / "configs" / f"{r.config_id}.json").read_text())
-        assert data == json.loads(json.dumps(row_json(r)))
-        assert data["fingerprint"] == r.fingerprint
-        assert data["slots"] == r.slots
+        assert (site / r.permalink / "index.html").is_file() is r.fits, r.config_id
+        assert (site / r.permalink / "badge.svg").is_file() is r.fits, r.config_id
+        pair = (site / "gpu" / r.gpu / r.model / "index.html").read_text(encoding="utf-8")
+        assert pair.count(f'<tr id="{row_anchor(r)}"') == 1, r.config_id
+    assert not (site / "api" / "configs").exists()
 
 
-def test_configs_json_lists_every_config(built):
+def test_files_per_config_are_what_the_design_says(built):
+    """Under gpu/: a page and a badge per fitting config, a page per GPU x model, the hubs."""
     site, rows, _ = built
-    items = json.loads((site / "api" / "configs.json").read_text())
-    assert [i["id"] for i in items] == sorted(r.config_id for r in rows)
-    first = items[0]
-    for key in ("id", "url", "gpu", "model", "quant", "context", "fits", "slots", "p99_break_rps"):
-        assert key in first
-    for i in items:
-        assert (site / i["url"] / "index.html").is_file()
+    expected = {f"gpu/{d}/index.html" for d in {r.gpu for r in rows}} | {"gpu/index.html"}
+    expected |= {f"gpu/{r.gpu}/{r.model}/index.html" for r in rows}
+    for r in rows:
+        if r.fits:
+            expected |= {f"{r.permalink}index.html", f"{r.permalink}badge.svg"}
+    files = {f for f in assemble.site_files(site) if f.startswith("gpu/")}
+    assert files == expected
+    api = {f for f in assemble.site_files(site) if f.startswith("api/")}
+    assert api == {"api/models.json"} | {f"api/models/{m}.json" for m in {r.model for r in rows}}
+
+
+def test_model_json_lists_every_config_of_the_model(built, cat):
+    from backpressure.generator.site.model_api import FIELDS
+
+    site, rows, _ = built
+    index = json.loads((site / "api" / "models.json").read_text())
+    assert [i["model"] for i in index] == sorted({r.model for r in rows})
+    for entry in index:
+        raw = (site / entry["url"]).read_text(encoding="utf-8")
+        data = json.loads(raw)
+        assert list(data) == ["configs", "model", "name"]
+        assert data["model"] == entry["model"]
+        assert data["name"] == cat.models[entry["model"]].name
+        mine = sorted((r for r in rows if r.model == entry["model"]), key=lambda r: r.config_id)
+        assert [i["id"] for i in data["configs"]] == [r.config_id for r in mine]
+        assert entry["configs"] == len(mine)
+        assert entry["fits"] == sum(r.fits for r in mine)
+        lines = raw.splitlines()[1:-1]
+        assert len(lines) == len(mine)
+        for line, item, r in zip(lines, data["configs"], mine, strict=True):
+            canonical = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            assert line.removesuffix(",") == canonical
+            for key in FIELDS:
+                assert item[key] == getattr(r, key), (r.config_id, key)
+            for key in ("usd_per_hour", "usd_per_million_output_tokens"):
+                assert key in item
+            assert item["page"] is r.fits
+            if r.fits:
+                assert item["url"] == r.permalink
+                assert (site / item["url"] / "index.html").is_file()
+            else:
+                page, _, anchor = item["url"].partition("#")
+                assert page == f"gpu/{r.gpu}/{r.model}/"
+                assert anchor == row_anchor(r)
 
 
 def test_hub_pages_exist(built):
@@ -85,19 +124,48 @@ def test_config_page_says_what_it_must(built):
     assert html.count("<svg") >= 3  # static fallbacks
     for label in ("datasheet", "config.json", "calibrated", "assumed"):
         assert f">{label}</span>" in html
-    assert f"api/configs/{FIT}.json" in html
+    assert "api/models/llama-3.1-8b.json" in html
+    # Siblings: the other contexts and quants of this GPU x model, the same config elsewhere.
+    nav = html[
+        html.index('<nav class="bp-siblings"') : html.index("</nav>", html.index("bp-siblings"))
+    ]
+    assert "<strong>8k</strong>" in nav
+    assert 'href="../32k/">32k</a>' in nav
+    assert 'href="../../q8_0/8k/">q8_0</a>' in nav
+    assert 'href="../../../../2x-rtx-4090/llama-3.1-8b/q4_k_m/8k/"' in nav or "elsewhere" not in nav
+    assert 'href="../../">every config on this device</a>' in nav
     assert "badge.svg" in html
     assert "bp-snippet" in html
     assert "assets/vega/vega.min.js" in html
 
 
-def test_non_fitting_page_gives_shortfall_and_nearest_fits(built):
+def test_a_config_that_does_not_fit_is_a_row_its_hub_cells_link_to(built):
     site, rows, _ = built
     row = next(r for r in rows if r.config_id == NOFIT)
-    html = _page(site, row)
-    assert "short</strong>" in html
-    assert 'href="../../../../../gpu/2x-rtx-4090/llama-3.3-70b/q4_k_m/8k/"' in html
-    assert 'data-kind="breaking"' not in html
+    assert not (site / row.permalink).exists()
+    pair = (site / "gpu" / row.gpu / row.model / "index.html").read_text(encoding="utf-8")
+    start = pair.index(f'<tr id="{row_anchor(row)}"')
+    tr = pair[start : pair.index("</tr>", start)]
+    assert "does not fit" in tr
+    assert "short" in tr
+    assert "no page" in tr
+    target = f"{row.model}/#{row_anchor(row)}"
+    gpu_hub = (site / "gpu" / row.gpu / "index.html").read_text(encoding="utf-8")
+    assert f'href="../../gpu/{row.gpu}/{target}"' in gpu_hub
+    model_hub = (site / "model" / row.model / "index.html").read_text(encoding="utf-8")
+    assert f'href="../../gpu/{row.gpu}/{target}"' in model_hub
+
+
+def test_404_page_maps_permalinks_by_a_script_file_and_says_so_in_text(built):
+    site, _, _ = built
+    html = (site / "404.html").read_text(encoding="utf-8")
+    assert '<script src="/assets/bp/notfound.js"></script>' in html
+    for attrs in re.findall(
+        r"<script\b([^>]*)>", html
+    ):  # no inline script (CSP); data is no script
+        assert "src=" in attrs or 'type="application/json"' in attrs, attrs
+    assert "#&lt;quant&gt;-&lt;context&gt;" in html  # the rule, for readers without scripts
+    assert (site / "assets" / "bp" / "notfound.js").is_file()
 
 
 def test_nav_lists_no_config_or_hub(built):
@@ -130,7 +198,8 @@ def test_search_index_is_written(built):
     site, _, _ = built
     assert (site / "pagefind" / "pagefind.js").is_file()
     assert (site / "pagefind" / "pagefind-ui.js").is_file()
-    assert (site / "pagefind-configs" / "pagefind.js").is_file()  # merged by search.js
+    assert not (site / "pagefind-configs").exists()  # config pages are not indexed
+    assert (site / "gpu" / "rtx-4090" / "llama-3.1-8b" / "index.html").is_file()
 
 
 def test_two_builds_are_byte_identical(built, tmp_path):

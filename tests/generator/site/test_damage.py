@@ -54,9 +54,8 @@ def _target(work: Path, kind: str) -> Path:
     return {
         "page": lambda: _cache_file_of(work, PAGE),
         "badge": lambda: _cache_file_of(work, PAGE.replace("index.html", "badge.svg")),
-        "config json": lambda: _cache_file_of(
-            work, "api/configs/rtx-4090--llama-3.1-8b--q4_k_m--8k.json"
-        ),
+        "model json": lambda: _cache_file_of(work, "api/models/llama-3.1-8b.json"),
+        "gpu x model page": lambda: _cache_file_of(work, "gpu/rtx-4090/llama-3.1-8b/index.html"),
         "hub page": lambda: _cache_file_of(work, "gpu/rtx-4090/index.html"),
         "asset": lambda: _cache_file_of(work, "assets/bp/bp.js"),
         "search index": lambda: _cache_file_of(
@@ -67,7 +66,6 @@ def _target(work: Path, kind: str) -> Path:
         "pagefind doc": lambda: next(
             p for p in docs if p.name.startswith("pagefind-") and "text" not in p.name
         ),
-        "pagefind text doc": lambda: next(p for p in docs if p.name.startswith("pagefind-text-")),
         "mkdocs doc": lambda: next(p for p in docs if p.name.startswith("mkdocs-")),
         "cache index": lambda: cache / "index.json",
         "cache format": lambda: cache / "FORMAT",
@@ -93,13 +91,13 @@ def _damage(path: Path, how: str) -> None:
 KINDS = [
     "page",
     "badge",
-    "config json",
+    "model json",
+    "gpu x model page",
     "hub page",
     "asset",
     "search index",
     "scenario doc",
     "pagefind doc",
-    "pagefind text doc",
     "mkdocs doc",
     "cache index",
     "cache format",

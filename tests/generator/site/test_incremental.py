@@ -16,7 +16,7 @@ from backpressure.generator.records import ResultRow
 from backpressure.generator.site import scenarios as site_scenarios
 from backpressure.generator.site import search as site_search
 from backpressure.generator.site.build import BuildReport, build_site
-from backpressure.generator.site.pages import nearest_fits, page_path
+from backpressure.generator.site.pages import page_path
 from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.publish.cache import RenderCache
 
@@ -103,8 +103,8 @@ def assert_same_bytes(a: Path, b: Path) -> None:
     assert different == []
 
 
-def test_first_build_renders_everything(project):
-    assert sorted(project.first.rendered) == sorted(r.config_id for r in project.rows)
+def test_first_build_renders_every_page(project):
+    assert sorted(project.first.rendered) == sorted(r.config_id for r in project.rows if r.fits)
     assert len(project.first.changed) == project.first.files
     assert project.first.removed == ()
 
@@ -123,20 +123,27 @@ def test_no_change_rebuild_rewrites_nothing(project):
 
 
 def _expected_renders(project: Project, cat: Catalog) -> set[str]:
-    """Configs whose row changed, that name the edited GPU (or a rig of it), or list those."""
+    """Pages (configs that fit) whose row changed, that name the edited GPU (or a rig of it),
+    or whose sibling links moved: a sibling that started or stopped fitting."""
     assert project.rows_before is not None
     old = {r.config_id: r for r in project.rows_before}
     new = {r.config_id: r for r in project.rows}
     devices = {GPU} | {rid for rid, rig in cat.rigs.items() if rig.gpu == GPU}
     direct = {cid for cid, r in new.items() if r != old.get(cid) or r.gpu in devices}
+    flipped = {cid for cid, r in new.items() if cid in old and old[cid].fits != r.fits}
 
-    def lists_one(rows: dict[str, ResultRow], cid: str) -> bool:
-        by_model: dict[str, list[ResultRow]] = {}
-        for r in rows.values():
-            by_model.setdefault(r.model, []).append(r)
-        return any(n.config_id in direct for n in nearest_fits(rows[cid], by_model))
+    def siblings(r: ResultRow) -> bool:
+        return any(
+            o.config_id in flipped
+            and o.model == r.model
+            and (
+                o.gpu == r.gpu
+                or (o.quant, o.context, o.kv_dtype) == (r.quant, r.context, r.kv_dtype)
+            )
+            for o in new.values()
+        )
 
-    return direct | {cid for cid in new if lists_one(new, cid) or lists_one(old, cid)}
+    return {cid for cid, r in new.items() if r.fits and (cid in direct or siblings(r))}
 
 
 def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
@@ -164,6 +171,7 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     models = {r.model for r in project.rows if r.gpu in (GPU, f"2x-{GPU}")}
     allowed = {"index.html", "gpu/index.html", f"gpu/{GPU}/index.html", f"gpu/2x-{GPU}/index.html"}
     allowed |= {f"model/{m}/index.html" for m in models}
+    allowed |= {f"gpu/{d}/{m}/index.html" for d in (GPU, f"2x-{GPU}") for m in models}
     # The LLM scenario runs on this GPU: its page and the scenario index move too.
     scenario = "scenario/llm-7b-q4-24gb/index.html"
     allowed |= {"scenario/index.html", scenario}
@@ -181,7 +189,7 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
 
     # And the result is exactly what a build from scratch gives.
     clean = project.clean(tmp_path / "clean")
-    assert len(clean.rendered) == len(project.rows)
+    assert len(clean.rendered) == sum(r.fits for r in project.rows)
     assert_same_bytes(project.out, tmp_path / "clean")
 
 
@@ -209,8 +217,8 @@ def test_template_change_rerenders_every_config(project, tmp_path):
     page = templates / "config.html.j2"
     page.write_text(page.read_text() + "<!-- edited -->\n")
     report = project.build(templates=templates)
-    assert sorted(report.rendered) == sorted(r.config_id for r in project.rows)
-    for r in project.rows:
+    assert sorted(report.rendered) == sorted(r.config_id for r in project.rows if r.fits)
+    for r in (r for r in project.rows if r.fits):
         assert r.permalink + "index.html" in report.changed
         assert "<!-- edited -->" in (project.out / r.permalink / "index.html").read_text()
 
@@ -252,7 +260,7 @@ def test_an_edit_to_page_code_rerenders_every_config_and_nothing_else(project, m
     runs, builds = _count_runs(monkeypatch)
     _edit_code(monkeypatch, "generator/site/chart_pack.py")
     report = project.build()
-    assert sorted(report.rendered) == sorted(r.config_id for r in project.rows)
+    assert sorted(report.rendered) == sorted(r.config_id for r in project.rows if r.fits)
     # The scenario pages' cached contexts hold packed charts too: they are made
     # again. No hub page's text moved, so mkdocs is not run again.
     assert sorted(runs) == ["app-postgres", "llm-7b-q4-24gb"]
@@ -282,7 +290,7 @@ def test_an_edit_to_code_no_page_uses_renders_nothing(project, monkeypatch):
 def test_full_rerenders_everything_and_changes_nothing(project):
     before = snapshot(project.out)
     report = project.build(full=True)
-    assert len(report.rendered) == len(project.rows)
+    assert len(report.rendered) == sum(r.fits for r in project.rows)
     assert report.changed == ()  # new files, same bytes
     after = snapshot(project.out)
     assert {f: b for f, (_i, b) in after.items()} == {f: b for f, (_i, b) in before.items()}
@@ -329,8 +337,8 @@ def test_a_damaged_workspace_is_repaired(project, tmp_path):
     page.unlink()
     page.write_text("stale")  # a file with other bytes under the same name
     (old / "stray.html").write_text("<p>left behind</p>")
-    (old / "api" / "configs.json").unlink()
-    (old / "api" / "configs.json").mkdir()  # a directory where a file belongs
+    (old / "api" / "models.json").unlink()
+    (old / "api" / "models.json").mkdir()  # a directory where a file belongs
     (old / "link.html").symlink_to(old / "index.html")
     shutil.rmtree(old / "methodology")
     (old / "methodology").write_text("a file where a directory belongs")
@@ -390,13 +398,13 @@ def test_losing_the_cache_costs_renders_not_correctness(project):
     before = snapshot(project.out)
     (project.root / "site.cache" / "index.json").write_text("not json")
     report = project.build()
-    assert len(report.rendered) == len(project.rows)
+    assert len(report.rendered) == sum(r.fits for r in project.rows)
     assert report.changed == ()
     assert snapshot(project.out) == before  # same bytes, so the same stored files
     # (moved away first: the last build's trash remover may still be deleting in there)
     (project.root / "site.cache").rename(project.root / "lost-cache")
     report = project.build()
-    assert len(report.rendered) == len(project.rows)
+    assert len(report.rendered) == sum(r.fits for r in project.rows)
     assert report.changed == ()
     after = snapshot(project.out)
     assert {f: b for f, (_i, b) in after.items()} == {f: b for f, (_i, b) in before.items()}
@@ -458,25 +466,23 @@ def test_scenario_pages_follow_the_catalog_given(tmp_path: Path, cat: Catalog) -
     assert ours["app-postgres"] == bundled["app-postgres"]
 
 
-def test_an_edit_that_moves_numbers_keeps_the_config_search_index(project, monkeypatch):
-    # Config pages are indexed by their names: a bandwidth edit re-renders them
-    # but recalls their search bundle, file for file; only the other pages'
-    # (small) bundle is indexed again.
-    before = snapshot(project.out)
-    indexed: list[str | None] = []
+def test_search_indexes_hubs_and_gpu_x_model_pages_never_config_pages(project, monkeypatch):
+    # One bundle, fed the hubs, the GPU x model pages and the docs: a config page
+    # is one click from its GPU x model page, and indexing each cost a file per page.
+    fed: list[tuple[str, list[str]]] = []
     real = site_search.index
 
     def counting(site_dir: Path, pages: list[str], output: Path) -> None:
-        indexed.append(output.name)
+        fed.append((output.name, pages))
         real(site_dir, pages, output)
 
     monkeypatch.setattr(site_search, "index", counting)
     project.edit_gpu(BANDWIDTH, "bandwidth_bytes_per_s: 1_200_000_000_000")
     report = project.build()
-    assert indexed == [site_search.DIR]
-    after = snapshot(project.out)
-    bundle = {f for f in before if f.startswith("pagefind-configs/")}
-    assert bundle
-    assert bundle == {f for f in after if f.startswith("pagefind-configs/")}
-    assert all(after[f] == before[f] for f in bundle)
+    assert [name for name, _ in fed] == [site_search.DIR]
+    pages = fed[0][1]
+    assert not [p for p in pages if site_search.is_config(p)]
+    assert {f"gpu/{r.gpu}/{r.model}/index.html" for r in project.rows} <= set(pages)
+    assert {f"model/{r.model}/index.html" for r in project.rows} <= set(pages)
+    assert not any(f.startswith("pagefind-configs/") for f in snapshot(project.out))
     assert report.rendered  # the pages themselves did change

@@ -1,4 +1,4 @@
-"""api/models/<model>.json: fields, order, bytes, and costs as economics computes them."""
+"""api/rank/<model>.json: fields, order, bytes, and costs as economics computes them."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def docs(cat, sweep):
 
 def test_one_file_per_model_with_every_config_and_field(cat, sweep, docs):
     rows, _ = sweep
-    assert set(docs) == {f"api/models/{r.model}.json" for r in rows}
+    assert set(docs) == {f"api/rank/{r.model}.json" for r in rows}
     for doc in docs.values():
         assert set(doc) == {"model", "name", "configs"}
         assert doc["name"] == cat.models[doc["model"]].name

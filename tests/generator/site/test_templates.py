@@ -56,9 +56,10 @@ def test_config_template_renders_for_every_fixture_combo(model, index):
     data = charts.datasets_for(row, curves, lim)
     ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data, lim)
     ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
+    ctx["siblings"] = model.siblings.of(row, lambda d: d)
     html = env.get_template("config.html.j2").render(**ctx)
     assert row.config_id in html
-    assert ("How far off" in html) is (not row.fits)
+    assert "every config on this device" in html
 
 
 def test_methodology_lists_every_constant_and_band_rule(model, cat):
@@ -122,3 +123,19 @@ def test_yaml_str_is_a_quoted_scalar():
     assert yaml.safe_load("t: " + str(render.yaml_str('A "b": c # d'))) == {
         "t": "A &#34;b&#34;: c # d"
     }
+
+
+def test_pair_template_renders_a_row_per_config_with_its_anchor(model):
+    from backpressure.generator.site.links import row_anchor
+    from backpressure.generator.site.pair_pages import pair_context
+
+    env = render.make_env()
+    groups: dict[tuple[str, str], list] = {}
+    for r in model.rows:
+        groups.setdefault((r.gpu, r.model), []).append(r)
+    for (gpu, mid), rows in groups.items():
+        html = env.get_template("pair.html.j2").render(**pair_context(model.cat, gpu, mid, rows))
+        for r in rows:
+            assert html.count(f'<tr id="{row_anchor(r)}"') == 1, r.config_id
+        assert html.count("<tr id=") == len(rows)
+        assert html.count('">page</a>') == sum(r.fits for r in rows)
