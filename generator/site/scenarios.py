@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from backpressure.catalog.scenario import PARTS_DIR
 from backpressure.engine.sim.model import TICK_S
-from backpressure.generator.site.chart_pack import pack
 from backpressure.generator.keys import SCENARIO_MODULE, code_digest, digest, files_digest
+from backpressure.generator.site.chart_pack import pack
 from backpressure.generator.site.svg import sketch
 
 if TYPE_CHECKING:
@@ -55,13 +55,16 @@ def _per_second(rows: list[Any]) -> list[dict[str, Any]]:
 
 
 def _sim_version(parts: Path) -> str:
-    """Hash of the code a scenario run passes through (derived from this module's imports)
-    and of the part files it is wired from."""
+    """Hash of the code a scenario run passes through and of the part files it is wired from.
+
+    The code is derived from this module's imports.
+    """
     return digest(code_digest(SCENARIO_MODULE), files_digest(sorted(parts.glob("*.yaml")), parts))
 
 
-def scenario_contexts(folder: Path, cache: RenderCache | None = None,
-                      cat: Catalog | None = None) -> list[dict[str, Any]]:
+def scenario_contexts(
+    folder: Path, cache: RenderCache | None = None, cat: Catalog | None = None
+) -> list[dict[str, Any]]:
     """One page context per scenario file in ``folder``; empty if there is none.
 
     Parts and LLM capacity come from ``cat`` (its ``parts/`` folder and its
@@ -71,14 +74,13 @@ def scenario_contexts(folder: Path, cache: RenderCache | None = None,
     code: an edit elsewhere in the catalog does not rerun it.
     """
     from backpressure.catalog.scenario import load_parts, load_scenario
-    from backpressure.generator.resolve import capacity_for
-    from backpressure.generator.simulate import build_spec, default_capacity
+    from backpressure.generator.simulate import build_spec, default_capacity, served_for
 
     parts = None
     capacity: Capacity = default_capacity
     if cat is not None:
         parts = load_parts(cat.root / "parts") if (cat.root / "parts").is_dir() else None
-        capacity = functools.partial(capacity_for, cat=cat)
+        capacity = functools.partial(served_for, cat=cat)
     out = []
     version = _sim_version(cat.root / "parts" if cat is not None else PARTS_DIR) if cache else ""
     for path in sorted(folder.glob("*.yaml")):
