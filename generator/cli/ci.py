@@ -24,13 +24,31 @@ from backpressure.generator.sweep.run import default_jobs
 )
 @catalog_option
 def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> None:
-    """Recompute TARGET (config id, permalink, URL or published JSON) and compare.
+    """Recompute TARGET (config id, permalink, URL, published JSON or rig builder link) and compare.
 
-    Exit 0 when the fingerprint and every published number match, 1 otherwise.
+    Exit 0 when the fingerprint and every published number match (for a rig
+    link: its verdict and breaking rate), 1 otherwise, 2 on a malformed target.
     """
-    from backpressure.generator.ci.verify import VerifyError, render, resolve_target, verify
+    from backpressure.generator.ci.verify import (
+        VerifyError,
+        is_rig_target,
+        render,
+        render_rig,
+        resolve_target,
+        verify,
+        verify_rig,
+    )
 
     cat = load(catalog_dir)
+    if is_rig_target(target):
+        try:
+            rig = verify_rig(cat, target)
+        except VerifyError as exc:
+            raise BadInput(str(exc)) from exc
+        click.echo(render_rig(rig))
+        if not rig.holds:
+            raise click.exceptions.Exit(1)
+        return
     try:
         cid, published = resolve_target(target, site_dir)
         outcome = verify(cat, cid, published)
