@@ -9,8 +9,10 @@ the scheduler's limits of every config of that device that fits: what an LLM
 node needs to run. The browser fetches a device's file when a node picks it.
 
 Computing a device's numbers means costing each of its configs (a few ms
-each), so with a render cache each file is kept under a key of its rows'
-fingerprints (which cover every input of a config) and this module's code.
+each), so with a render cache each file is kept under a key of the catalog
+entries its configs name (the digests the config pages are keyed by: a row's
+fingerprint alone may be stale while the catalog moves under it), the shared
+settings and calibration, and this module's code.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from backpressure.catalog.loader import Catalog
 from backpressure.catalog.scenario import PART_KINDS, LoadSource, Slo, load_parts
 from backpressure.engine.serving.step import pack
 from backpressure.engine.sim.model import TICK_S
-from backpressure.generator.keys import code_digest, digest
+from backpressure.generator.keys import Entities, code_digest, digest, entities
 from backpressure.generator.records import ResultRow, context_label
 from backpressure.generator.rig.build import LIMITS
 from backpressure.generator.rig.doc import LOAD_FIELDS, SLO_FIELDS
@@ -172,8 +174,10 @@ def rig_files(
             by_device.setdefault(r.gpu, []).append(r)
     out = {f"{DATA_DIR}/index.json": dump(index_json(cat, rows))}
     version = code_digest(DATA_MODULE) if cache is not None else ""
+    ent = entities(cat) if cache is not None else None
     for device, mine in sorted(by_device.items()):
-        out[f"{DATA_DIR}/gpu/{device}.json"] = dump(_cached(cat, device, mine, cache, version))
+        doc = _cached(cat, device, mine, cache, version, ent)
+        out[f"{DATA_DIR}/gpu/{device}.json"] = dump(doc)
     return out
 
 
@@ -183,10 +187,16 @@ def _cached(
     rows: list[ConfigRef],
     cache: RenderCache | None,
     version: str,
+    ent: Entities | None,
 ) -> Mapping[str, Any]:
-    if cache is None:
+    if cache is None or ent is None:
         return device_json(cat, device, rows)
-    key = digest(version, *sorted(f"{r.config_id}={r.fingerprint}" for r in rows))
+    named = (ent.of(r.gpu, r.model, r.quant, r.runtime, r.kv_dtype) for r in rows)
+    key = digest(
+        version,
+        ent.shared,
+        *sorted(f"{r.config_id}={r.fingerprint}={e}" for r, e in zip(rows, named, strict=True)),
+    )
     doc = cache.doc("rigdata", key)
     if doc is None:
         doc = device_json(cat, device, rows)

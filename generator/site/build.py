@@ -131,6 +131,8 @@ def _write_site(
     keys = site_keys.config_keys(m.rows, m.curve_texts(), m.nearest, ent, base)
     written = write_configs(env, m, tree, shells, keys, lim)
     tree.write("api/configs.json", summary(m))
+    for rel, text in (m.rig or {}).items():  # the rig builder's catalog data
+        tree.write(rel, text)
     for name, data in assemble.sitemap(m.site_url, urls + [r.permalink for r in m.rows]).items():
         tree.write(name, data)
     known = _config_links(

@@ -19,7 +19,7 @@ from jinja2 import Environment
 
 from backpressure.generator.site.publish import assemble
 from backpressure.generator.site import charts
-from backpressure.generator.paths import ROOT, TEMPLATES
+from backpressure.generator.paths import ROOT, TEMPLATES, WEB_RIG
 from backpressure.generator.site.hubs import gpu_context, gpu_index, home_context, model_context, model_index
 from backpressure.generator.keys import depth, digest, files_digest, json_digest, package_versions
 from backpressure.generator.site.methodology import methodology_context
@@ -49,6 +49,7 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     yield "scenario/index.md", "pages/scenarios.md.j2", {"scenarios": scenarios}
     for sc in scenarios:
         yield f"scenario/{sc['id']}.md", "pages/scenario.md.j2", sc
+    yield "rig.md", "pages/rig.md.j2", rig_context(m)
     for d in m.cat.devices():
         if d in m.by_gpu:
             yield (
@@ -59,6 +60,16 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     for mid in m.cat.models:
         if mid in m.by_model:
             yield f"model/{mid}.md", "pages/model.md.j2", model_context(m.cat, mid, m.by_model[mid])
+
+
+def rig_context(m: SiteModel) -> dict[str, Any]:
+    """The rig builder page: its data files (computed in gather) and what they weigh."""
+    from backpressure.generator.rig.data import rig_files
+    from backpressure.generator.rig.page import page_context
+
+    files = m.rig if m.rig is not None else rig_files(m.cat, m.rows)
+    index = json.loads(files["rig/data/index.json"])
+    return page_context(files, WEB_RIG, index.get("default_config"))
 
 
 def _shell_page(env: Environment, depth: int) -> str:
@@ -80,6 +91,7 @@ def write_docs(
     for d in sorted(depths):
         w.write(assemble.shell_rel(d) + ".md", _shell_page(env, d))
     w.copy_tree(templates / "assets", "assets")
+    w.copy_tree(WEB_RIG, "assets/rig")
     specs = json.dumps(charts.chart_specs(), sort_keys=True, separators=(",", ":"))
     w.write("assets/bp/specs.js", f"window.BP_SPECS={specs};\n")
     if HANDWRITTEN.is_dir():
