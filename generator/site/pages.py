@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
-from backpressure.generator.records import Curves, ResultRow, context_label
 from backpressure.generator import text
+from backpressure.generator.records import Curves, ResultRow, context_label
 from backpressure.generator.text import gib, params_b
 
 GIB = 1024**3
@@ -191,8 +191,8 @@ def breaking_points(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
          "the 99th percentile of end-to-end latency crosses the SLO"),
         ("soak_break_rps", "The soak fails",
          f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
-         f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), or more offered than "
-         "the saturation rate: the queue would grow without bound"),
+         f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), "
+         "or more offered than the saturation rate: the queue would grow without bound"),
     )
     out = []
     pct = row.serving_band_pct or 0
@@ -303,7 +303,15 @@ def config_context(
         "has_curves": bool(chart_data),
         "chart_data": chart_data,
         "keywords": search_keywords(row),
+        "rig_url": rig_url(cat, row, root, lim),
     }
+
+
+def rig_url(cat: Catalog, row: ResultRow, root: str, lim: Limits) -> str:
+    """The rig builder with this config loaded: its server under the sweep's settings."""
+    from backpressure.generator.rig.links import config_link
+
+    return config_link(root, row, lim, cat.settings)
 
 
 def search_keywords(row: ResultRow) -> str:
