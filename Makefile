@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint typecheck test goldens site sweep bench bench-site browser-deps all clean
+.PHONY: install lint typecheck test goldens site serve cli-docs sweep bench bench-site browser-deps all clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -16,16 +16,28 @@ install: $(STAMP)
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
+# mypy cannot follow setuptools' package-dir mapping: it checks a view of
+# symlinks laid out as the installed namespace (excluded modules: pyproject.toml).
+TYPECHECK := build/typecheck
 typecheck: install
-	$(BIN)/mypy --strict engine/capacity.py engine/ceilings.py engine/kv.py engine/memory.py \
-		engine/bands.py engine/params.py engine/arch.py engine/inputs.py engine/results.py catalog
+	mkdir -p $(TYPECHECK)/backpressure
+	for p in engine catalog generator; do ln -sfn ../../../$$p $(TYPECHECK)/backpressure/$$p; done
+	cd $(TYPECHECK) && ../../$(BIN)/mypy --config-file ../../pyproject.toml -p backpressure
 
 sweep: install
 	$(BIN)/backpressure sweep --out build/sweep
 
+# The sweep takes one process per core (backpressure build --jobs N to change it).
 site: install
-	$(BIN)/backpressure build --out site --jobs 2
+	$(BIN)/backpressure build --out site
+
+# Look at the built site: http://127.0.0.1:$(PORT)/ (loopback only).
+PORT ?= 8000
+serve:
+	@test -f site/index.html || { echo "no site/ yet: run make site first" >&2; exit 2; }
+	$(BIN)/python -m http.server --bind 127.0.0.1 --directory site $(PORT)
 
 bench-site: install
 	$(BIN)/python benchmarks/bench_site.py
@@ -40,6 +52,10 @@ test: install
 goldens: install
 	@echo "Regenerating goldens: the commit must say why the old numbers were wrong."
 	$(BIN)/backpressure goldens --update
+
+# docs/cli.md's flag lists, regenerated from each command's --help.
+cli-docs: install
+	$(BIN)/python -m backpressure.generator.cli.reference
 
 bench: install
 	$(BIN)/python benchmarks/calibrate.py

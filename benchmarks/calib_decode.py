@@ -161,7 +161,7 @@ def _dense_tps(p: dict[str, float | str | bool], eff: float, per_layer: float) -
 
 
 def _band(kind: str, params: float, moe: bool) -> int:
-    return error_band(kind, int(params), 1, moe, False, True, True, 100).pct
+    return error_band(kind, int(params), 1, moe, None, True, True, 100).pct
 
 
 def _summary(label: str, errs: list[float], bands: list[int]) -> str:

@@ -144,7 +144,7 @@ def serving_report(cat: Catalog) -> None:
             cat.archs[SERVING_MODELS[r["model"]]].total_params,
             dev.count,
             cat.archs[SERVING_MODELS[r["model"]]].is_moe,
-            False,
+            None,
             True,
             True,
             100,

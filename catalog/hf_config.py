@@ -12,10 +12,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from backpressure.catalog import hf_hybrid
-from backpressure.catalog.hf_fields import (
+from backpressure.catalog.config_bounds import (
     ConfigError,
+    config_shape_problem,
+    read_config_json,
+    show,
+)
+from backpressure.catalog.hf_fields import (
     Layer,
     assemble,
+    bool_,
     experts_per_token,
     gqa_attention,
     gqa_params,
@@ -25,7 +31,7 @@ from backpressure.catalog.hf_fields import (
 from backpressure.engine.arch import Attention, Experts, ModelArch
 from backpressure.engine.params import gated_mlp_params, mla_attention_params
 
-__all__ = ["PARSERS", "ConfigError", "parse_config"]
+__all__ = ["PARSERS", "ConfigError", "config_shape_problem", "parse_config", "read_config_json"]
 
 # Keys transformers fills in when a Gemma 3 text config omits them
 # (transformers/models/gemma3/configuration_gemma3.py, Gemma3TextConfig defaults).
@@ -53,7 +59,7 @@ def _windows(cfg: Mapping[str, Any], layers: int, family: str) -> tuple[int, ...
     if not window:
         return (0,) * layers
     if family == "qwen":
-        if not cfg.get("use_sliding_window", False):
+        if not bool_(cfg, "use_sliding_window", False):
             return (0,) * layers
         first = int_(cfg, "max_window_layers", 0)
         return tuple(window if i >= first else 0 for i in range(layers))
@@ -238,12 +244,15 @@ def parse_config(cfg: Mapping[str, Any]) -> ModelArch:
     ConfigError
         For an unsupported ``model_type`` or a missing or malformed key.
     """
+    problem = config_shape_problem(cfg)
+    if problem:
+        raise ConfigError(f"config.json: {problem}")
     model_type = cfg.get("model_type")
     parser = PARSERS.get(model_type) if isinstance(model_type, str) else None
     if parser is None:
         supported = ", ".join(sorted(PARSERS))
         raise ConfigError(
-            f"config.json: unsupported model_type {model_type!r} (supported: {supported})"
+            f"config.json: unsupported model_type {show(model_type)} (supported: {supported})"
         )
     arch = parser(cfg)
     if arch.num_layers == 0 or arch.hidden_size == 0:

@@ -11,14 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from backpressure.catalog.config_bounds import DEFAULT_MAX, LIMITS, POSITIVE, ConfigError, show
 from backpressure.engine.arch import Attention, Experts, ModelArch, Recurrent
 from backpressure.engine.params import embedding_params, gated_mlp_params, gqa_attention_params
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
-
-
-class ConfigError(ValueError):
-    """A config.json that cannot be costed; the message names the key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +37,23 @@ def get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
 
 
 def int_(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    """A non-negative integer key."""
+    """An integer key inside its bounds (:mod:`backpressure.catalog.config_bounds`)."""
     value = get(cfg, key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ConfigError(f"config.json: '{key}' must be a non-negative integer, got {value!r}")
+    low, high = (1 if key in POSITIVE else 0), LIMITS.get(key, DEFAULT_MAX)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(
+            f"config.json: '{key}' must be an integer from {low} to {high:,}, got {show(value)}"
+        )
+    return value
+
+
+def bool_(cfg: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A true/false key: the JSON literals only (the string "false" is not false)."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"config.json: '{key}' must be true or false, got {show(value)}")
     return value
 
 
@@ -51,9 +61,9 @@ def int_list(cfg: Mapping[str, Any], key: str) -> list[int]:
     """A list of integers (empty when the key is absent or null)."""
     value = cfg.get(key) or []
     if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= DEFAULT_MAX for v in value
     ):
-        raise ConfigError(f"config.json: '{key}' must be a list of integers")
+        raise ConfigError(f"config.json: '{key}' must be a list of non-negative integers")
     return value
 
 
@@ -81,6 +91,17 @@ def head_dim(cfg: Mapping[str, Any]) -> int:
     return int_(cfg, "hidden_size") // heads
 
 
+def kv_heads(cfg: Mapping[str, Any]) -> int:
+    """``num_key_value_heads`` (default: one per attention head), at most the heads."""
+    heads = int_(cfg, "num_attention_heads")
+    kv = int_(cfg, "num_key_value_heads", heads)
+    if kv > heads:
+        raise ConfigError(
+            f"config.json: 'num_key_value_heads' ({kv}) exceeds the attention heads ({heads})"
+        )
+    return kv
+
+
 def experts_per_token(cfg: Mapping[str, Any], experts: int) -> int:
     """``num_experts_per_tok``, checked against the expert count."""
     k = int_(cfg, "num_experts_per_tok")
@@ -94,8 +115,7 @@ def gqa_params(cfg: Mapping[str, Any], qkv_bias: bool, qk_norm: bool) -> int:
     hidden = int_(cfg, "hidden_size")
     dim = head_dim(cfg)
     heads = int_(cfg, "num_attention_heads")
-    kv_heads = int_(cfg, "num_key_value_heads", heads)
-    return gqa_attention_params(hidden, heads, kv_heads, dim, qkv_bias) + (
+    return gqa_attention_params(hidden, heads, kv_heads(cfg), dim, qkv_bias) + (
         2 * dim if qk_norm else 0
     )
 
@@ -105,7 +125,7 @@ def gqa_attention(cfg: Mapping[str, Any], windows: tuple[int, ...], **extra: Any
     heads = int_(cfg, "num_attention_heads")
     return Attention(
         num_heads=heads,
-        num_kv_heads=int_(cfg, "num_key_value_heads", heads),
+        num_kv_heads=kv_heads(cfg),
         head_dim=head_dim(cfg),
         window_per_layer=windows,
         **extra,
@@ -134,15 +154,17 @@ def assemble(
     """Sum the layers, add embeddings and the final norm, and build the ``ModelArch``."""
     hidden = int_(cfg, "hidden_size")
     vocab = int_(cfg, "vocab_size")
-    tied = bool(cfg.get("tie_word_embeddings", tied_default))
+    tied = bool_(cfg, "tie_word_embeddings", tied_default)
     embed = embedding_params(vocab, hidden, tied)
     shared = sum(lay.attention + lay.norms for lay in layers) + embed + hidden
     total = shared + sum(lay.mlp_total for lay in layers)
     active = shared + sum(lay.mlp_active for lay in layers)
     top = name_cfg if name_cfg is not None else cfg
-    dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or top.get("torch_dtype") or "bfloat16")
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype") or top.get("torch_dtype") or "bfloat16"
+    if not isinstance(dtype, str):
+        raise ConfigError(f"config.json: 'torch_dtype' must be a string, got {show(dtype)}")
     return ModelArch(
-        name=str(top.get("_name_or_path") or top.get("model_type")),
+        name=str(top.get("_name_or_path") or top.get("model_type"))[:200],
         num_layers=len(layers),
         hidden_size=hidden,
         vocab_size=vocab,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from backpressure.catalog.config_bounds import ConfigError
 from backpressure.catalog.hf_fields import (
-    ConfigError,
     Layer,
     assemble,
     dense_mlp,

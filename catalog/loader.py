@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from backpressure.catalog.errors import CatalogError, Problem, safe_repr
 from backpressure.catalog.hf_config import ConfigError, parse_config
 from backpressure.catalog.schema import (
+    REQUIRED_CALIBRATION,
     Calibration,
     Gpu,
     KvDtype,
@@ -18,27 +19,15 @@ from backpressure.catalog.schema import (
     Rig,
     Runtime,
     Settings,
+    calibration_range,
 )
 from backpressure.catalog.support import SupportMatrix
+from backpressure.catalog.yaml_file import YamlProblem, read_yaml
 from backpressure.engine.arch import ModelArch
 from pydantic import BaseModel, ValidationError
 
 DEFAULT_ROOT = Path(__file__).resolve().parent
 
-
-class _TextDates(yaml.SafeLoader):
-    """Safe YAML that leaves date-like scalars as text.
-
-    PyYAML turns ``2025-11-16`` into a date itself and raises a bare ValueError on
-    ``2025-11-32``; kept as text, the schema checks the date and the error names
-    the file, the entry and the field like any other.
-    """
-
-
-_TextDates.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 KINDS: dict[str, type[BaseModel]] = {
     "gpus": Gpu,
@@ -73,16 +62,20 @@ class Catalog:
 
 
 def _read_yaml(path: Path, root: Path, problems: list[Problem]) -> Any:
-    rel = _rel(path, root)
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=_TextDates)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problems.append(Problem(rel, None, None, f"malformed YAML{where}"))
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(rel, None, None, f"cannot read file: {exc}"))
+        return read_yaml(path)
+    except YamlProblem as exc:
+        problems.append(Problem(_rel(path, root), None, None, str(exc)))
     return None
+
+
+def misnamed(folder: Path) -> list[Path]:
+    """Files that look like catalog YAML but do not end in ``.yaml`` (``x.yml``, ``x.YAML``)."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p for p in folder.iterdir() if p.suffix.lower() in (".yml", ".yaml") and p.suffix != ".yaml"
+    )
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -126,6 +119,10 @@ def validate_entity(
 def _load_kind(root: Path, folder: str, problems: list[Problem]) -> dict[str, Any]:
     kind = KINDS[folder]
     out: dict[str, Any] = {}
+    for path in misnamed(root / folder):
+        problems.append(
+            Problem(_rel(path, root), None, None, "catalog files end in .yaml; rename it")
+        )
     for path in sorted((root / folder).glob("*.yaml")):
         rel = _rel(path, root)
         data = _read_yaml(path, root, problems)
@@ -192,19 +189,72 @@ def _parse_archs(
     return archs
 
 
+CALIBRATION_NAME = re.compile(r"^[a-z][a-z0-9_.-]{0,79}$")  # runtime ids hold dots (llama.cpp)
+
+
 def _load_calibration(root: Path, problems: list[Problem]) -> dict[str, Calibration]:
     path = root / "calibration.yaml"
+    rel = _rel(path, root)
     data = _read_yaml(path, root, problems) if path.exists() else None
     if not isinstance(data, dict):
-        problems.append(Problem(_rel(path, root), None, None, "expected a mapping of constants"))
+        problems.append(Problem(rel, None, None, "expected a mapping of constants"))
         return {}
     out = {}
-    for name in sorted(data):
+    for name, entry in sorted(data.items(), key=lambda kv: str(kv[0])):
+        if not isinstance(name, str) or not CALIBRATION_NAME.match(name):
+            problems.append(Problem(rel, safe_repr(str(name))[1:-1], None, "not a constant name"))
+            continue
         try:
-            out[name] = Calibration.model_validate(data[name])
+            cal = Calibration.model_validate(entry)
         except ValidationError as exc:
-            problems.extend(_validation_problems(_rel(path, root), str(name), exc))
+            problems.extend(_validation_problems(rel, name, exc))
+            continue
+        low, high, closed = calibration_range(name)
+        if not (low <= cal.value if closed else low < cal.value) or cal.value > high:
+            bound = "[" if closed else "("
+            problems.append(
+                Problem(rel, name, "value", f"{cal.value:g} is outside {bound}{low:g}, {high:g}]")
+            )
+            continue
+        out[name] = cal
     return out
+
+
+def _required_calibration(found: dict[str, dict[str, Any]]) -> list[str]:
+    """Constants the engine reads for this catalog's platforms and links."""
+    names = list(REQUIRED_CALIBRATION)
+    for gpu in found["gpus"].values():
+        platform = "cpu" if gpu.memory_kind == "system" else gpu.vendor
+        names += [f"bandwidth_efficiency_{platform}", f"layer_overhead_s_{platform}"]
+    names += [f"allreduce_latency_s_{rig.interconnect}" for rig in found["rigs"].values()]
+    return sorted(set(names))
+
+
+def _check_references(
+    found: dict[str, dict[str, Any]],
+    calibration: dict[str, Calibration],
+    settings: Settings | None,
+    root: Path,
+    problems: list[Problem],
+) -> None:
+    """Calibration constants the catalog needs, and what the settings name, exist."""
+    cal_file = f"{root.name}/calibration.yaml"
+    for name in _required_calibration(found):
+        if name not in calibration and not any(p.entry == name for p in problems):
+            problems.append(Problem(cal_file, name, None, "missing: the engine needs it"))
+    if settings is None:
+        return
+    settings_file = f"{root.name}/settings.yaml"
+    for i, quant in enumerate(settings.sweep_quants):
+        if quant not in found["quants"] and not (root / "quants" / f"{quant}.yaml").is_file():
+            problems.append(
+                Problem(settings_file, "settings", f"sweep_quants.{i}", f"unknown quant {quant!r}")
+            )
+    kv = settings.default_kv_dtype
+    if kv not in found["kv_dtypes"] and not (root / "kv_dtypes" / f"{kv}.yaml").is_file():
+        problems.append(
+            Problem(settings_file, "settings", "default_kv_dtype", f"unknown KV dtype {kv!r}")
+        )
 
 
 def _load_settings(root: Path, problems: list[Problem]) -> Settings | None:
@@ -288,11 +338,17 @@ def load_catalog(root: Path | None = None) -> Catalog:
     if not root.is_dir():
         raise CatalogError([Problem(str(root), None, None, "catalog directory not found")])
     found = {folder: _load_kind(root, folder, problems) for folder in KINDS}
+    for folder in ("parts", "scenarios"):  # read by the scenario loader
+        problems += [
+            Problem(_rel(path, root), None, None, "catalog files end in .yaml; rename it")
+            for path in misnamed(root / folder)
+        ]
     _cross_check(found, root, problems)
     archs = _parse_archs(found["models"], root, problems)
     calibration = _load_calibration(root, problems)
     problems.extend(_check_calibration(found, calibration, root))
     settings = _load_settings(root, problems)
+    _check_references(found, calibration, settings, root, problems)
     support = _load_support(root, problems)
     if support is not None:
         _check_support(found, support, root, problems)

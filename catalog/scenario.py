@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from backpressure.catalog.errors import CatalogError, Problem, safe_repr
+from backpressure.catalog.fields import Bool, Float, Int, Note
+from backpressure.catalog.loader import misnamed
 from backpressure.catalog.schema import Entity, EntityId, Name
+from backpressure.catalog.yaml_file import YamlProblem, read_yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -39,14 +41,14 @@ class QueueFields(Entity):
     discipline: DisciplineName = Field(
         default="shed", description="shed: drop overflow now; buffer: hold it; block: refuse it."
     )
-    max_depth: int | None = Field(
+    max_depth: Int | None = Field(
         default=None, ge=0, le=10_000_000, description="Work held between ticks [requests]."
     )
-    max_age_s: float | None = Field(
+    max_age_s: Float | None = Field(
         default=None, gt=0, le=3600, description="Queued work older than this is dropped [s]."
     )
-    lifo: bool = Field(default=True, description="Adaptive LIFO under heavy overload.")
-    lifo_after_s: float = Field(
+    lifo: Bool = Field(default=True, description="Adaptive LIFO under heavy overload.")
+    lifo_after_s: Float = Field(
         default=0.5,
         gt=0,
         le=3600,
@@ -66,24 +68,24 @@ class AppPart(QueueFields):
     """An app or serving tier: workers, each busy for a service time per request."""
 
     kind: Literal["app"]
-    workers: int = Field(gt=0, le=1_000_000, description="Concurrent workers [-].")
-    service_time_s: float = Field(gt=0, le=600, description="Time a request holds a worker [s].")
+    workers: Int = Field(gt=0, le=1_000_000, description="Concurrent workers [-].")
+    service_time_s: Float = Field(gt=0, le=600, description="Time a request holds a worker [s].")
 
 
 class DatabasePart(QueueFields):
     """A database behind a connection pool: connections x query time."""
 
     kind: Literal["database"]
-    pool_size: int = Field(gt=0, le=100_000, description="Connections in the pool [-].")
-    query_time_s: float = Field(gt=0, le=600, description="Time a request holds a connection [s].")
+    pool_size: Int = Field(gt=0, le=100_000, description="Connections in the pool [-].")
+    query_time_s: Float = Field(gt=0, le=600, description="Time a request holds a connection [s].")
 
 
 class QueuePart(QueueFields):
     """A message queue: forwards at its throughput, holds what the next node refuses."""
 
     kind: Literal["queue"]
-    throughput_rps: float = Field(gt=0, le=10_000_000, description="Forwarding rate [messages/s].")
-    service_time_s: float = Field(gt=0, le=60, description="Enqueue-to-dequeue latency [s].")
+    throughput_rps: Float = Field(gt=0, le=10_000_000, description="Forwarding rate [messages/s].")
+    service_time_s: Float = Field(gt=0, le=60, description="Enqueue-to-dequeue latency [s].")
 
 
 class LlmPart(QueueFields):
@@ -96,23 +98,23 @@ class LlmPart(QueueFields):
     kind: Literal["llm"]
     gpu: EntityId | None = Field(default=None, description="Catalog GPU or rig id.")
     model: str | None = Field(default=None, description="Catalog model id or HF repo id.")
-    params_b: float | None = Field(
+    params_b: Float | None = Field(
         default=None,
         gt=0,
         le=10_000,
         description="Bare parameter count for an unknown model [1e9].",
     )
     quant: EntityId | None = Field(default=None, description="Catalog quant id.")
-    context: int | None = Field(default=None, gt=0, le=10_485_760, description="Context [tokens].")
+    context: Int | None = Field(default=None, gt=0, le=10_485_760, description="Context [tokens].")
     runtime: EntityId | None = Field(default=None, description="Catalog runtime id.")
     kv_dtype: EntityId = Field(default="auto", description="KV-cache dtype id.")
-    prompt_tokens: int = Field(gt=0, le=1_048_576, description="Prompt per request [tokens].")
-    output_tokens: int = Field(gt=0, le=1_048_576, description="Output per request [tokens].")
-    slots: int | None = Field(default=None, gt=0, le=100_000, description="Explicit slots [-].")
-    prefill_tokens_per_s: float | None = Field(default=None, gt=0, description="[tokens/s].")
-    step_fixed_s: float | None = Field(default=None, ge=0, description="Decode step fixed [s].")
-    step_per_kv_token_s: float | None = Field(default=None, ge=0, description="[s/token].")
-    step_compute_per_seq_s: float | None = Field(default=None, ge=0, description="[s/seq].")
+    prompt_tokens: Int = Field(gt=0, le=1_048_576, description="Prompt per request [tokens].")
+    output_tokens: Int = Field(gt=0, le=1_048_576, description="Output per request [tokens].")
+    slots: Int | None = Field(default=None, gt=0, le=100_000, description="Explicit slots [-].")
+    prefill_tokens_per_s: Float | None = Field(default=None, gt=0, description="[tokens/s].")
+    step_fixed_s: Float | None = Field(default=None, ge=0, description="Decode step fixed [s].")
+    step_per_kv_token_s: Float | None = Field(default=None, ge=0, description="[s/token].")
+    step_compute_per_seq_s: Float | None = Field(default=None, ge=0, description="[s/seq].")
 
     @model_validator(mode="after")
     def _capacity_given(self) -> LlmPart:
@@ -152,18 +154,18 @@ class LoadSource(BaseModel):
     shape: Literal["constant", "ramp", "step", "bursty"] = Field(
         default="constant", description="How the rate moves over the run."
     )
-    rps: float | None = Field(default=None, gt=0, le=10_000_000, description="Level [req/s].")
-    users: int | None = Field(default=None, gt=0, description="Users, for rps = users / think.")
-    think_time_s: float | None = Field(default=None, gt=0, description="Per user [s].")
+    rps: Float | None = Field(default=None, gt=0, le=10_000_000, description="Level [req/s].")
+    users: Int | None = Field(default=None, gt=0, description="Users, for rps = users / think.")
+    think_time_s: Float | None = Field(default=None, gt=0, description="Per user [s].")
     arrivals: Literal["poisson", "deterministic"] = Field(
         default="poisson", description="Seeded Poisson, or exactly rate x tick."
     )
-    start_fraction: float = Field(default=0.0, ge=0, le=1, description="Ramp start [x rps].")
-    ramp_s: float = Field(default=60.0, ge=0, description="Ramp length [s].")
-    base_fraction: float = Field(default=0.0, ge=0, description="Step outside [x rps].")
-    at_s: float = Field(default=0.0, ge=0, description="Step start [s].")
-    until_s: float | None = Field(default=None, gt=0, description="Step end [s].")
-    burst_bias: float = Field(default=0.6, ge=0.5, lt=1, description="Bursty cascade bias [-].")
+    start_fraction: Float = Field(default=0.0, ge=0, le=1, description="Ramp start [x rps].")
+    ramp_s: Float = Field(default=60.0, ge=0, description="Ramp length [s].")
+    base_fraction: Float = Field(default=0.0, ge=0, description="Step outside [x rps].")
+    at_s: Float = Field(default=0.0, ge=0, description="Step start [s].")
+    until_s: Float | None = Field(default=None, gt=0, description="Step end [s].")
+    burst_bias: Float = Field(default=0.6, ge=0.5, lt=1, description="Bursty cascade bias [-].")
 
     @model_validator(mode="after")
     def _one_level(self) -> LoadSource:
@@ -206,12 +208,12 @@ class Slo(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    p99_ms: float | None = Field(default=500.0, gt=0, description="End-to-end p99 SLO [ms].")
-    ttft_ms: float = Field(default=1500.0, gt=0, description="Hard TTFT budget [ms].")
-    availability: float = Field(default=0.999, gt=0, lt=1, description="Served share target.")
-    soak_utilization: float = Field(default=0.85, gt=0, le=1, description="Soak line [-].")
-    soak_s: float = Field(default=120.0, gt=0, description="Soak window [s].")
-    window_s: float = Field(default=10.0, gt=0, le=600, description="Rolling window [s].")
+    p99_ms: Float | None = Field(default=500.0, gt=0, description="End-to-end p99 SLO [ms].")
+    ttft_ms: Float = Field(default=1500.0, gt=0, description="Hard TTFT budget [ms].")
+    availability: Float = Field(default=0.999, gt=0, lt=1, description="Served share target.")
+    soak_utilization: Float = Field(default=0.85, gt=0, le=1, description="Soak line [-].")
+    soak_s: Float = Field(default=120.0, gt=0, description="Soak window [s].")
+    window_s: Float = Field(default=10.0, gt=0, le=600, description="Rolling window [s].")
 
 
 class Sweep(BaseModel):
@@ -219,9 +221,9 @@ class Sweep(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    start_rps: float = Field(gt=0, description="First level [req/s].")
-    step_rps: float = Field(gt=0, description="Spacing [req/s].")
-    points: int = Field(default=40, ge=1, le=1000, description="Number of levels.")
+    start_rps: Float = Field(gt=0, description="First level [req/s].")
+    step_rps: Float = Field(gt=0, description="Spacing [req/s].")
+    points: Int = Field(default=40, ge=1, le=1000, description="Number of levels.")
 
     def levels(self) -> list[float]:
         """The levels, ascending [req/s]."""
@@ -235,9 +237,9 @@ class Scenario(BaseModel):
 
     id: EntityId = Field(description="Equals the file name.")
     name: Name = Field(description="Shown in reports.")
-    description: str | None = Field(default=None, max_length=2000)
-    seed: int = Field(default=1, ge=0, lt=2**32, description="mulberry32 seed.")
-    duration_s: float = Field(gt=0, le=86_400, description="Simulated time per run [s].")
+    description: Note | None = Field(default=None, description="Shown under the name.")
+    seed: Int = Field(default=1, ge=0, lt=2**32, description="mulberry32 seed.")
+    duration_s: Float = Field(gt=0, le=86_400, description="Simulated time per run [s].")
     load: LoadSource
     nodes: tuple[NodeEntry, ...] = Field(min_length=1, max_length=100)
     slo: Slo = Field(default_factory=Slo)
@@ -255,14 +257,18 @@ class LoadedScenario:
 
 def _read(path: Path, problems: list[Problem]) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problems.append(Problem(str(path), None, None, f"malformed YAML{where}"))
-    except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(str(path), None, None, f"cannot read file: {exc}"))
+        return read_yaml(path)
+    except YamlProblem as exc:
+        problems.append(Problem(str(path), None, None, str(exc)))
     return None
+
+
+def misnamed_problems(folder: Path) -> list[Problem]:
+    """A ``.yml`` (or ``.YAML``) file in ``folder``: named, never silently skipped."""
+    return [
+        Problem(str(p), None, None, "catalog files end in .yaml; rename it")
+        for p in misnamed(folder)
+    ]
 
 
 def _problems(file: str, entry: str | None, exc: ValidationError) -> list[Problem]:
@@ -279,7 +285,7 @@ def _problems(file: str, entry: str | None, exc: ValidationError) -> list[Proble
 
 def load_parts(folder: Path = PARTS_DIR) -> dict[str, Part]:
     """Every part file, validated; raise CatalogError listing every problem."""
-    problems: list[Problem] = []
+    problems: list[Problem] = misnamed_problems(folder)
     parts: dict[str, Part] = {}
     for path in sorted(folder.glob("*.yaml")):
         data = _read(path, problems)

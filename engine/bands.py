@@ -7,12 +7,15 @@ departs from it, and cap at ±50 % (a model that barely fits, or CPU inference).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 BASE_PCT = 20
 MAX_PCT = 50
 
 # Each term: (percentage points, reason). The methodology page prints this table.
+# A reason may name the constant it rests on as ``{kv_heuristic}`` (filled in from
+# the calibration the config was costed with, never retyped here).
 WIDENINGS: dict[str, tuple[int, str]] = {
     "cpu": (30, "CPU inference: system-memory bandwidth and compute vary with the host"),
     "unified": (10, "unified memory: the GPU shares bandwidth with the CPU"),
@@ -24,7 +27,7 @@ WIDENINGS: dict[str, tuple[int, str]] = {
         "mixture-of-experts: per-expert kernels vary by runtime (about 30 % median "
         "single-stream error against published measurements)",
     ),
-    "heuristic": (10, "KV cost from the 0.017 MiB/B heuristic, architecture unknown"),
+    "heuristic": (10, "KV cost from the {kv_heuristic} MiB/B heuristic, architecture unknown"),
     "no_bandwidth": (10, "no bandwidth figure: decode ceiling not computed"),
     "no_flops": (10, "no FLOPS figure: prefill and compute ceiling not modeled"),
     "tight": (20, "barely fits: fewer than 4 slots, small errors flip the verdict"),
@@ -50,7 +53,7 @@ def error_band(
     total_params: int,
     gpu_count: int,
     is_moe: bool,
-    heuristic_kv: bool,
+    heuristic_kv_mib: float | None,
     has_flops: bool,
     has_bandwidth: bool,
     slots: int,
@@ -65,8 +68,13 @@ def error_band(
         Model size [parameters].
     gpu_count : int
         GPUs in the rig.
-    is_moe, heuristic_kv, has_flops, has_bandwidth : bool
-        Properties of the model and device.
+    is_moe : bool
+        A mixture-of-experts model.
+    heuristic_kv_mib : float or None
+        The KV heuristic's cost [MiB per token per billion parameters] where the
+        KV cost rests on it (architecture unknown); None where it is exact.
+    has_flops, has_bandwidth : bool
+        Properties of the device.
     slots : int
         Concurrent requests the KV cache holds.
 
@@ -77,8 +85,10 @@ def error_band(
 
     Examples
     --------
-    >>> error_band("discrete", 8_000_000_000, 1, False, False, True, True, 40)
+    >>> error_band("discrete", 8_000_000_000, 1, False, None, True, True, 40)
     Band(pct=20, reason='±20 %: mainstream discrete GPU, 7-34B model')
+    >>> error_band("discrete", 7_000_000_000, 1, False, 0.017, True, True, 40).reason
+    '±30 %: base 20; +10 KV cost from the 0.017 MiB/B heuristic, architecture unknown'
     """
     keys = [
         key
@@ -89,7 +99,7 @@ def error_band(
             ("large", total_params > LARGE_PARAMS),
             ("multi_gpu", gpu_count > 1),
             ("moe", is_moe),
-            ("heuristic", heuristic_kv),
+            ("heuristic", heuristic_kv_mib is not None),
             ("no_bandwidth", not has_bandwidth),
             ("no_flops", not has_flops),
             ("tight", 0 < slots < TIGHT_SLOTS),
@@ -101,11 +111,22 @@ def error_band(
     if not keys:
         return Band(pct, f"±{pct} %: mainstream discrete GPU, 7-34B model")
     ordered = sorted(keys, key=lambda k: -WIDENINGS[k][0])
-    terms = "; ".join(f"+{WIDENINGS[k][0]} {WIDENINGS[k][1]}" for k in ordered)
+    terms = "; ".join(
+        f"+{WIDENINGS[k][0]} {widening_reason(k, heuristic_kv_mib or 0.0)}" for k in ordered
+    )
     capped = (
         f" (capped at {MAX_PCT})" if BASE_PCT + sum(WIDENINGS[k][0] for k in keys) > MAX_PCT else ""
     )
     return Band(pct, f"±{pct} %{capped}: base {BASE_PCT}; {terms}")
+
+
+def widening_reason(key: str, kv_heuristic_mib: float) -> str:
+    """The reason of one widening, with the constant it rests on filled in.
+
+    >>> widening_reason("heuristic", 0.017)
+    'KV cost from the 0.017 MiB/B heuristic, architecture unknown'
+    """
+    return WIDENINGS[key][1].format(kv_heuristic=f"{kv_heuristic_mib:g}")
 
 
 def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Band:
@@ -135,3 +156,31 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
 
 
 MAX_SERVING_PCT = 90
+
+
+def seed_widened(band: Band, seed_pct: float | None, rule: str) -> Band:
+    """A serving band widened for the arrival noise of a breaking rate found by ``rule``.
+
+    A breaking rate comes from finite runs of seeded arrivals, so besides the
+    model's error it moves by up to ``seed_pct`` (the 90th percentile over
+    seeds, per rule that broke) when only the seed changes. The two are
+    independent, so they add in quadrature, rounded up to 5 points and capped
+    at :data:`MAX_SERVING_PCT`.
+
+    Examples
+    --------
+    >>> seed_widened(Band(35, "data"), 11.9, "TTFT").pct
+    40
+    >>> seed_widened(Band(35, "data"), 0.0, "soak").pct
+    35
+    """
+    if not seed_pct:
+        return band
+    pct = min(MAX_SERVING_PCT, 5 * math.ceil(math.hypot(band.pct, seed_pct) / 5))
+    if pct <= band.pct:
+        return band
+    return Band(
+        pct,
+        f"{band.reason}; a {rule} break moves by up to ±{seed_pct:.0f} % between arrival "
+        f"seeds, so ±{pct} % in all",
+    )

@@ -333,7 +333,7 @@ def estimate(
         total,
         device.count,
         arch is not None and arch.is_moe,
-        mem.basis == "heuristic",
+        constants.kv_heuristic_mib_per_billion if mem.basis == "heuristic" else None,
         flops is not None,
         step is not None,
         n_slots,

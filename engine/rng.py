@@ -92,7 +92,8 @@ class Mulberry32:
         self._state = int(t[-1])
         t = ((t ^ (t >> np.uint64(15))) * (t | np.uint64(1))) & mask
         t ^= (t + (((t ^ (t >> np.uint64(7))) * (t | np.uint64(61))) & mask)) & mask
-        out = (t ^ (t >> np.uint64(14))) & mask
+        # numpy's stubs lose the dtype through the mixed-width shifts above
+        out: npt.NDArray[np.uint64] = (t ^ (t >> np.uint64(14))) & mask
         return out.astype(np.float64) / TWO_POW_32
 
 

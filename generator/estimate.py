@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from backpressure.catalog.errors import safe_repr
-from backpressure.catalog.hf_config import ConfigError, parse_config
+from backpressure.catalog.hf_config import ConfigError, parse_config, read_config_json
 from backpressure.catalog.loader import Catalog
 from backpressure.catalog.schema import Gpu
 from backpressure.engine.arch import ModelArch
@@ -63,9 +63,10 @@ class Estimate:
     runtime: str
     kv_dtype: str
     result: CapacityResult
-    serving: dict[str, Any] | None = None
-    min_stream_tokens_per_s: float = 10.0
-    kv_heuristic: float = 0.017
+    serving: dict[str, Any] | None
+    # the calibration it was costed with, as the report prints it
+    min_stream_tokens_per_s: float
+    kv_heuristic: float
 
 
 def _usable_fraction_default(cat: Catalog, kind: str) -> float | None:
@@ -78,12 +79,58 @@ def _usable_fraction_default(cat: Catalog, kind: str) -> float | None:
     return shares[len(shares) // 2] if shares else None
 
 
+def _canonical(cat: Catalog, args: EstimateArgs) -> EstimateArgs:
+    """``args`` with every catalog id as the catalog spells it (ids match in any case)."""
+    devices = {**cat.gpus, **cat.rigs}
+    return dataclasses.replace(
+        args,
+        gpu=None if args.gpu is None else resolve.canonical_id(devices, "GPU", args.gpu),
+        quant=resolve.canonical_id(cat.quants, "quant", args.quant),
+        runtime=None
+        if args.runtime is None
+        else resolve.canonical_id(cat.runtimes, "runtime", args.runtime),
+        kv_dtype=resolve.canonical_id(cat.kv_dtypes, "KV dtype", args.kv_dtype),
+    )
+
+
+def _check_gpus(cat: Catalog, args: EstimateArgs) -> None:
+    """Refuse a GPU count that names no rig anyone can build."""
+    if args.gpus == 1:
+        return
+    if args.gpu in cat.rigs:
+        rig = cat.rigs[args.gpu]
+        raise UserError(
+            f"--gpus: {args.gpu} is a rig of {rig.count} GPUs already; drop --gpus "
+            f"or give the GPU ({rig.gpu})"
+        )
+    kind = (
+        args.adhoc.memory_kind if args.adhoc is not None else cat.gpus[args.gpu or ""].memory_kind
+    )
+    if kind != "discrete":
+        what = "Apple machines (unified memory)" if kind == "unified" else "CPU hosts"
+        raise UserError(f"--gpus: {args.gpus} {what} do not pool their memory; use --gpus 1")
+
+
+def _check_split(
+    device: Device, profile: Runtime, rt_id: str, arch: ModelArch | None, model: str
+) -> None:
+    """Tensor parallelism shards attention heads evenly: the GPU count must divide them."""
+    if device.count == 1 or profile.multi_gpu != "tensor-parallel" or arch is None:
+        return
+    heads = arch.attention.num_heads
+    if heads % device.count:
+        fits = [n for n in range(2, heads + 1) if heads % n == 0 and n <= 64][:6]
+        raise UserError(
+            f"--gpus: {device.count} GPUs do not divide the {heads} attention heads of "
+            f"{model} under {rt_id}'s tensor parallelism (try {', '.join(map(str, fits))})"
+        )
+
+
 def _device(cat: Catalog, args: EstimateArgs) -> Device:
     if args.adhoc is None:
         dev = resolve.device_for(cat, args.gpu or "")
-        if args.gpus > 1 and dev.count == 1:
-            base = cat.gpus[args.gpu or ""]
-            return resolve.device_from_gpu(base, args.gpus, "pcie")
+        if args.gpus > 1:
+            return resolve.device_from_gpu(cat.gpus[args.gpu or ""], args.gpus, "pcie")
         return dev
     a = args.adhoc
     fraction = None if a.memory_kind == "discrete" else _usable_fraction_default(cat, a.memory_kind)
@@ -105,13 +152,8 @@ def _device(cat: Catalog, args: EstimateArgs) -> Device:
 def _model(cat: Catalog, args: EstimateArgs) -> tuple[str, ModelArch | None, int | None]:
     if args.model_config is not None:
         try:
-            cfg = json.loads(args.model_config.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{args.model_config}: cannot read config.json: {exc}") from exc
-        if not isinstance(cfg, dict):
-            raise UserError(f"{args.model_config}: config.json must be a JSON object")
-        try:
-            arch = parse_config(cfg)
+            # bounded in size and depth before anything is parsed into memory
+            arch = parse_config(read_config_json(args.model_config))
         except ConfigError as exc:
             raise UserError(f"{args.model_config}: {exc}") from exc
         return arch.name, arch, None
@@ -154,15 +196,18 @@ def _replace(profile: Runtime, **changes: Any) -> Runtime:
 
 def run_estimate(cat: Catalog, args: EstimateArgs) -> Estimate:
     """Resolve the request against the catalog and cost it."""
+    args = _canonical(cat, args)
+    _check_gpus(cat, args)
     device = _device(cat, args)
     name, arch, params = _model(cat, args)
     if arch is not None and args.context > arch.max_context:
         raise UserError(
-            f"--context: {args.context} tokens exceeds {safe_repr(name)}'s maximum "
-            f"of {arch.max_context}"
+            f"--context: {args.context:,} tokens exceeds the maximum of {safe_repr(name)}, "
+            f"{arch.max_context:,} tokens"
         )
     gpu = resolve.gpu_entry(cat, args.gpu) if args.adhoc is None and args.gpu else None
     rt_id, profile = _runtime(cat, args, device, gpu)
+    _check_split(device, profile, rt_id, arch, name)
     quant = cat.quants[args.quant]
     kv = resolve.lookup(cat.kv_dtypes, "KV dtype", args.kv_dtype)
     compute = resolve.compute_for(cat, gpu, quant, rt_id) if gpu is not None else None

@@ -110,7 +110,7 @@ def _imports(path: Path) -> set[str]:
             names.add(node.module)
             # ``from package import module`` names a module too
             names.update(f"{node.module}.{a.name}" for a in node.names)
-    found = set()
+    found: set[str] = set()
     for name in names:
         parts = name.split(".")
         # a module's parent packages run their __init__ first
@@ -211,14 +211,19 @@ SWEEP_MODULE = "backpressure.generator.sweep.evaluate"
 class Config(Protocol):
     """What names one config: its id and the catalog entries it is made of."""
 
+    # Read-only members, so that a frozen dataclass such as a sweep combo is one.
     @property
     def id(self) -> str: ...  # noqa: D102
-
-    device: str
-    model: str
-    quant: str
-    runtime: str
-    kv_dtype: str
+    @property
+    def device(self) -> str: ...  # noqa: D102
+    @property
+    def model(self) -> str: ...  # noqa: D102
+    @property
+    def quant(self) -> str: ...  # noqa: D102
+    @property
+    def runtime(self) -> str: ...  # noqa: D102
+    @property
+    def kv_dtype(self) -> str: ...  # noqa: D102
 
 
 class InputKeys:

@@ -6,17 +6,17 @@ from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GIB
 from backpressure.generator.estimate import Estimate
 from backpressure.generator.serve_once import serving_lines
-from backpressure.generator.text import capacity_verdict
+from backpressure.generator.text import capacity_verdict, params_b, plural, room
 
 
 def gib(n: float) -> str:
-    """Bytes as GiB with two decimals."""
-    return f"{n / GIB:.2f}"
+    """Bytes as GiB with two decimals, the unit left to the column."""
+    return f"{n / GIB:,.2f}"
 
 
 def _arithmetic(est: Estimate) -> list[str]:
     r = est.result
-    params = f"{r.total_params / 1e9:.2f}B"
+    params = params_b(r.total_params)
     per_token = f"{r.kv_bytes_per_token:,} B/token"
     kv_label = "exact" if r.kv_basis == "exact" else f"{est.kv_heuristic:g} MiB/B heuristic"
     capped = r.kv_bytes_per_request != r.kv_bytes_per_token * r.context_tokens
@@ -35,21 +35,32 @@ def _arithmetic(est: Estimate) -> list[str]:
             gib(r.kv_bytes_per_request),
         ),
     ]
-    width = max(len(expr) for _, expr, _ in rows)
-    lines = [f"{name:<12} = {expr:<{width}} = {value:>7} GiB" for name, expr, value in rows]
-    slots_expr = f"floor({gib(r.kv_budget_bytes)} / {gib(r.kv_bytes_per_request)})"
-    lines.append(f"{'slots':<12} = {slots_expr:<{width}} = {r.slots:>7}")
+    if r.kv_budget_bytes < 0:
+        # No room left for any cache: say by how much, not a negative size.
+        rows[1] = (rows[1][0], rows[1][1], room(r.kv_budget_bytes))
+        slots_expr = "no KV budget"
+    else:
+        slots_expr = f"floor({gib(r.kv_budget_bytes)} / {gib(r.kv_bytes_per_request)})"
+    width = max(len(slots_expr), *(len(expr) for _, expr, _ in rows))
+    lines = [
+        f"{name:<12} = {expr:<{width}} = " + (f"{value:>7} GiB" if value[:1].isdigit() else value)
+        for name, expr, value in rows
+    ]
+    lines.append(f"{'slots':<12} = {slots_expr:<{width}} = {r.slots:>7,}")
     return lines
 
 
 def _ceilings(r: CapacityResult, floor: float) -> list[str]:
-    lines = [f"  KV slots     {r.slots:,} concurrent requests at {r.context_tokens:,} tokens"]
+    lines = [
+        f"  KV slots     {plural(r.slots, 'concurrent request')} at {r.context_tokens:,} tokens"
+    ]
     if r.decode_tokens_per_s is None or r.bandwidth_concurrency is None:
         lines.append("  bandwidth    not computed: no memory-bandwidth figure for this device")
     else:
         lines.append(
-            f"  bandwidth    {r.bandwidth_concurrency:,} concurrent streams at >= "
-            f"{floor:g} tok/s each (one stream alone: {r.decode_tokens_per_s:,.1f} tok/s)"
+            f"  bandwidth    {plural(r.bandwidth_concurrency, 'concurrent stream')} at >= "
+            f"{floor:g} tok/s each (one stream alone at full context: "
+            f"{r.decode_tokens_per_s:,.1f} tok/s)"
         )
     if r.prefill_tokens_per_s:
         lines.append(f"  prefill      {r.prefill_tokens_per_s:,.0f} prompt tokens/s")

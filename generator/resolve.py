@@ -12,7 +12,7 @@ from backpressure.catalog.schema import Gpu, KvDtype, Quant
 from backpressure.catalog.schema import Runtime as RuntimeEntry
 from backpressure.catalog.support import Compute, compute_precision, refusal, serves
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.bands import Band, serving_band_rule
+from backpressure.engine.bands import Band, seed_widened, serving_band_rule
 from backpressure.engine.capacity import estimate
 from backpressure.engine.inputs import Constants, Device, Platform, Runtime, WeightFormat
 from backpressure.engine.results import CapacityResult
@@ -37,11 +37,22 @@ class LookupError_(KeyError):
         return self.message
 
 
-def lookup(table: dict[str, T], kind: str, wanted: str) -> T:
-    """Fetch ``wanted`` from ``table`` or raise with the nearest ids."""
+def canonical_id(table: dict[str, T], kind: str, wanted: str) -> str:
+    """The catalog id ``wanted`` names, in any case (pages write ``Q4_K_M``, ``RTX-4090``).
+
+    Raises LookupError_ with the nearest ids for an id the table does not hold.
+    """
     if wanted in table:
-        return table[wanted]
+        return wanted
+    folded = {k.casefold(): k for k in table}
+    if wanted.casefold() in folded:
+        return folded[wanted.casefold()]
     raise LookupError_(kind, wanted, list(table))
+
+
+def lookup(table: dict[str, T], kind: str, wanted: str) -> T:
+    """Fetch ``wanted`` (in any case) from ``table`` or raise with the nearest ids."""
+    return table[canonical_id(table, kind, wanted)]
 
 
 def constants(cat: Catalog) -> Constants:
@@ -106,7 +117,9 @@ def device_for(cat: Catalog, device_id: str) -> Device:
         return device_from_gpu(
             cat.gpus[rig.gpu], rig.count, rig.interconnect, rig.interconnect_bandwidth_bytes_per_s
         )
-    return device_from_gpu(lookup({**cat.gpus, **cat.rigs}, "GPU", device_id))
+    if device_id not in cat.gpus:
+        lookup({**cat.gpus, **cat.rigs}, "GPU", device_id)  # unknown id: raise with the nearest
+    return device_from_gpu(cat.gpus[device_id])
 
 
 def runtime_profile(entry: RuntimeEntry) -> Runtime:
@@ -190,7 +203,7 @@ def model_arch(cat: Catalog, model: str) -> tuple[str, ModelArch]:
         err = LookupError_("model", model, [m.hf_repo for m in cat.models.values()])
         err.message += "; for a model outside the catalog pass its config.json with --model-config"
         raise err
-    lookup(cat.models, "model", mid)
+    mid = canonical_id(cat.models, "model", mid)
     return mid, cat.archs[mid]
 
 
@@ -327,6 +340,19 @@ def check_combo(
         why = refusal(cat.support, quant, q.format, generation, runtime_id)
         if why is not None:
             raise ComboError(why)
+
+
+def breaking_band(cat: Catalog, band: Band, rule: str) -> Band:
+    """The serving band widened for the arrival noise of a break by ``rule``.
+
+    ``serving_seed_pct_<rule>`` in calibration.yaml is how far such a breaking
+    rate moves between arrival seeds (benchmarks/seed_spread.py).
+    """
+    cal = cat.calibration.get(f"serving_seed_pct_{rule}")
+    label = {"ttft": "TTFT", "p99": "p99", "error_budget": "shedding", "soak": "soak"}.get(
+        rule, rule
+    )
+    return seed_widened(band, cal.value if cal is not None else None, label)
 
 
 def serving_band(cat: Catalog, runtime_id: str, is_moe: bool, cap: CapacityResult) -> Band:

@@ -112,7 +112,8 @@ def line_config_id(line: str) -> str:
 def parse_curves(line: str) -> Curves:
     """One ``curves.jsonl`` line as :class:`Curves`."""
     data = json.loads(line)
-    return Curves(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+    return Curves(**fields)
 
 
 def read_curves(out_dir: Path) -> dict[str, Curves]:

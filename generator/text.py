@@ -9,20 +9,54 @@ from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GIB
 
 
+def number(x: float, digits: int = 3) -> str:
+    """A number in plain notation: ``digits`` significant figures, never an exponent.
+
+    >>> number(1940.5), number(12.345), number(0.000012345), number(-0.5), number(0)
+    ('1,940', '12.3', '0.0000123', '-0.5', '0')
+    """
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    text = f"{x:,.{places}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def gib(n: float | None) -> str:
-    """Bytes as GiB with two decimals."""
+    """Bytes as GiB with two decimals.
+
+    >>> gib(17.43 * 2**30), gib(None)
+    ('17.43 GiB', 'n/a')
+    """
     return "n/a" if n is None else f"{n / GIB:,.2f} GiB"
 
 
+def room(n: float) -> str:
+    """Memory left over, or how much is missing: never a negative size.
+
+    >>> room(17.43 * 2**30), room(-18.16 * 2**30)
+    ('17.43 GiB', 'short by 18.16 GiB')
+    """
+    return gib(n) if n >= 0 else short_by(-n)
+
+
 def rps(x: float | None) -> str:
-    """A request rate with precision that suits its size."""
+    """A request rate with precision that suits its size.
+
+    >>> rps(1940.4), rps(12.34), rps(1.234), rps(0.0523), rps(0.0000123)
+    ('1,940', '12.3', '1.23', '0.0523', '0.0000123')
+    """
     if x is None:
         return "n/a"
     if x >= 100:
         return f"{x:,.0f}"
     if x >= 10:
         return f"{x:.1f}"
-    return f"{x:.2f}" if x >= 0.1 else f"{x:.3g}"
+    if x >= 0.1:
+        return f"{x:.2f}"
+    # Three significant figures, as ``.3g`` writes them down to 1e-4, below which it
+    # would switch to an exponent.
+    return f"{x:.3g}" if x >= 1e-4 else number(x)
 
 
 def band(pct: int) -> str:
@@ -41,8 +75,14 @@ def tokens(n: int) -> str:
 
 
 def plural(n: float, word: str, many: str | None = None) -> str:
-    """``1 request``, ``2 requests``, ``1,024 slots`` (thousands separated, no exponent)."""
-    count = f"{n:,.0f}" if float(n).is_integer() else f"{n:,.3g}"
+    """A count and its noun, singular only for exactly one; thousands separated, no exponent.
+
+    >>> plural(1, "slot"), plural(17, "slot"), plural(1024, "slot"), plural(1940.5, "request")
+    ('1 slot', '17 slots', '1,024 slots', '1,940 requests')
+    >>> plural(2.5, "user"), plural(1, "query", "queries"), plural(3, "query", "queries")
+    ('2.5 users', '1 query', '3 queries')
+    """
+    count = f"{n:,.0f}" if float(n).is_integer() else number(n)
     return f"{count} {word if n == 1 else (many or word + 's')}"
 
 
@@ -52,7 +92,11 @@ def short_by(shortfall_bytes: float) -> str:
 
 
 def seconds(s: float) -> str:
-    """A time that suits its size: ``850 ms``, ``14.4 s``, ``3.2 min``."""
+    """A time that suits its size: ``850 ms``, ``14.4 s``, ``3.2 min``.
+
+    >>> seconds(0.85), seconds(14.44), seconds(120), seconds(float("inf"))
+    ('850 ms', '14.4 s', '2.0 min', 'never')
+    """
     if not math.isfinite(s):
         return "never"
     if s < 1:
@@ -63,7 +107,11 @@ def seconds(s: float) -> str:
 
 
 def share(x: float) -> str:
-    """A share as a percentage: ``85 %``, ``0.1 %``."""
+    """A share as a percentage: ``85 %``, ``0.1 %``.
+
+    >>> share(0.85), share(0.001), share(1.0)
+    ('85 %', '0.1 %', '100 %')
+    """
     pct = 100 * x
     return f"{pct:.0f} %" if pct >= 1 else f"{pct:.2g} %"
 

@@ -52,6 +52,10 @@ class Search:
     ----------
     measure_requests : int
         Measured arrivals of a run [-].
+    probe_requests, probe_bracket : int, float
+        The search first brackets the break with probe runs of
+        ``probe_requests`` arrivals until its ends are within a factor
+        ``probe_bracket``; only then do full runs decide it [-].
     min_measure_s, warmup_s, min_warmup_s : float
         Bounds on the measured part and on the warm-up [s].
     lowest_fraction : float
@@ -66,6 +70,8 @@ class Search:
     """
 
     measure_requests: int = 1500
+    probe_requests: int = 300
+    probe_bracket: float = 1.3
     min_measure_s: float = 10.0
     warmup_s: float = 30.0
     min_warmup_s: float = 5.0
@@ -74,9 +80,13 @@ class Search:
     max_raise: int = 4
     max_users: int = 1024
 
-    def window(self, rate: float) -> tuple[float, float]:
-        """``(start, end)`` of the measured arrivals of a run at ``rate`` [s]."""
-        measure = max(self.min_measure_s, self.measure_requests / rate)
+    def window(self, rate: float, requests: int | None = None) -> tuple[float, float]:
+        """``(start, end)`` of the measured arrivals of a run at ``rate`` [s].
+
+        ``requests`` replaces ``measure_requests`` (a probe run measures fewer).
+        """
+        count = self.measure_requests if requests is None else requests
+        measure = max(self.min_measure_s, count / rate)
         warmup = min(self.warmup_s, max(self.min_warmup_s, measure / 4))
         return warmup, warmup + measure
 
@@ -112,7 +122,7 @@ class Breaking:
     ``rule`` the rule that fired there (or at the lowest rate tried).
     ``rule_rates`` holds each rule's own breaking rate, interpolated between the
     runs on either side of it (None where no run crossed it). ``runs`` holds
-    every run's verdict, by rate.
+    every run's verdict, by rate (probes included).
     """
 
     rate: float | None
@@ -313,6 +323,12 @@ def find_breaking(
 ) -> Breaking:
     """The breaking rate of a server, by bisection around its saturation rate.
 
+    Probe runs (``search.probe_requests`` arrivals) first bracket the break to
+    within ``search.probe_bracket``; full runs then confirm both ends (moving
+    them where a probe misled) and bisect to ``search.tolerance``. Only full
+    runs decide the rate and the rules' own rates; the probes are kept with the
+    runs for the chart, each verdict saying how many requests it measured.
+
     Parameters
     ----------
     server : Server
@@ -329,39 +345,111 @@ def find_breaking(
     times : Epochs
         The config's unit-rate arrival epochs.
     """
-    runs: dict[float, Verdict] = {}
-
-    def at(rate: float) -> Verdict:
-        if rate not in runs:
-            runs[rate] = open_loop(
-                server, times, rate, prompt, output, limits, search.window(rate), saturation
-            )
-        return runs[rate]
-
-    low = search.lowest_fraction * saturation
-    if not at(low).passed:
-        rule = at(low).rule
-        return Breaking(None, rule, True, (low, low), _rule_rates(runs), _ordered(runs))
-    high = saturation
-    raises = 0
-    while at(high).passed and raises < search.max_raise:
-        low, high = high, 2.0 * high
-        raises += 1
-    if at(high).passed:  # nothing fired at the highest load tried
-        return Breaking(None, None, False, (high, high), _rule_rates(runs), _ordered(runs))
+    s = _Runs(server, prompt, output, limits, search, saturation, times)
+    floor = search.lowest_fraction * saturation
+    low, high = s.bracket(floor)
+    # Full runs confirm both ends, widening the bracket where a probe misled.
+    while not s.at(low).passed and low > floor:
+        high, low = low, max(floor, low / search.probe_bracket)
+    if not s.at(low).passed:
+        return s.result(None, s.at(low).rule, True, (low, low))
+    top = saturation * 2.0**search.max_raise
+    while s.at(high).passed and high < top:
+        low, high = high, min(top, 2.0 * high)
+    if s.at(high).passed:  # nothing fired at the highest load tried
+        return s.result(None, None, False, (high, high))
+    # Full runs bisect it (in the logarithm) to the tolerance.
     while high > low * (1.0 + search.tolerance):
         mid = math.sqrt(low * high)
-        if at(mid).passed:
+        if s.at(mid).passed:
             low = mid
         else:
             high = mid
-    rates = _rule_rates(runs)
-    # The breaking rate is the lowest at which any rule fires, so no rule's own
-    # rate lies below it, and the rule that fired there breaks exactly at it.
-    rates = {r: None if v is None else max(v, high) for r, v in rates.items()}
-    for rule in at(high).fired:
-        rates[rule] = high
-    return Breaking(high, at(high).rule, False, (low, high), rates, _ordered(runs))
+    if low <= saturation < high:
+        # The soak rule fires at every rate above saturation, so the lowest rate
+        # at which a rule fires is saturation itself (within the tolerance no
+        # other rule is seen to fire below it).
+        return s.result(saturation, "soak", False, (low, saturation))
+    return s.result(high, s.at(high).rule, False, (low, high))
+
+
+class _Runs:
+    """The open-loop runs of one search, each run once: full runs and probes."""
+
+    def __init__(
+        self,
+        server: Server,
+        prompt: int,
+        output: int,
+        limits: Limits,
+        search: Search,
+        saturation: float,
+        times: Epochs,
+    ) -> None:
+        self.server, self.prompt, self.output = server, prompt, output
+        self.limits, self.search, self.saturation, self.times = limits, search, saturation, times
+        self.runs: dict[float, Verdict] = {}
+        self.probes: dict[float, Verdict] = {}
+
+    def _run(self, rate: float, requests: int | None) -> Verdict:
+        window = self.search.window(rate, requests)
+        return open_loop(
+            self.server,
+            self.times,
+            rate,
+            self.prompt,
+            self.output,
+            self.limits,
+            window,
+            self.saturation,
+        )
+
+    def at(self, rate: float) -> Verdict:
+        """The full run at ``rate``."""
+        if rate not in self.runs:
+            self.runs[rate] = self._run(rate, None)
+        return self.runs[rate]
+
+    def probe(self, rate: float) -> Verdict:
+        """A probe run at ``rate`` (the full run where there is one)."""
+        if rate in self.runs:
+            return self.runs[rate]
+        if rate not in self.probes:
+            self.probes[rate] = self._run(rate, self.search.probe_requests)
+        return self.probes[rate]
+
+    def bracket(self, floor: float) -> tuple[float, float]:
+        """Probes bracket the break: cheap, and far from it their verdicts are clear."""
+        search = self.search
+        low, high = floor, self.saturation
+        if not self.probe(low).passed:
+            return low, low
+        raises = 0
+        while self.probe(high).passed and raises < search.max_raise:
+            low, high = high, 2.0 * high
+            raises += 1
+        while high > low * search.probe_bracket:
+            mid = math.sqrt(low * high)
+            if self.probe(mid).passed:
+                low = mid
+            else:
+                high = mid
+        return low, high
+
+    def result(
+        self, rate: float | None, rule: str | None, anyload: bool, bracket: tuple[float, float]
+    ) -> Breaking:
+        """The search's outcome; the rules' own rates come from full runs only."""
+        rates = _rule_rates(self.runs)
+        if rate is not None:
+            # The breaking rate is the lowest at which any rule fires, so no rule's
+            # own rate lies below it, and the rule that fired there breaks exactly at it.
+            rates = {r: None if v is None else max(v, rate) for r, v in rates.items()}
+            fired = self.runs[rate].fired if rate in self.runs else (rule or "",)
+            for name in fired:
+                rates[name] = rate
+        shown = {**self.probes, **self.runs}  # a full run replaces the probe at its rate
+        return Breaking(rate, rule, anyload, bracket, rates, _ordered(shown))
 
 
 def _ordered(runs: dict[float, Verdict]) -> tuple[Verdict, ...]:

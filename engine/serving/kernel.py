@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from backpressure.engine.serving.step import LATENCY_S, REQUEST_S, step_parts
+from backpressure.engine.serving.step import LATENCY_S, REQUEST_S, WINDOW, step_parts
 from backpressure.engine.sim.jit import compiled
 
 # A request's fate.
@@ -84,6 +84,7 @@ def _serve_py(
     queued: Any,
     counters: Any,
     sums: Any,
+    step_by_step: bool,
 ) -> int:  # pragma: no cover - compiled
     n = arrival.shape[0]
     bins = occupancy.shape[0]
@@ -156,6 +157,7 @@ def _serve_py(
     n_preempt = 0
     reason = DRAINED
     chunk_r = np.zeros(cap, np.int64)
+    parts = np.zeros(4)  # a stretch: its time and that time by what bound it
     chunk_n = np.zeros(cap, np.int64)
     last_age_check = -1.0
 
@@ -421,6 +423,7 @@ def _serve_py(
         # sequences that finish with this step
         slot = step % span
         r = b_head[slot]
+        quiet = n_chunks == 0 and not preempted and r == NONE
         while r != NONE:
             nxt = b_next[r]
             n_dec, kv_dec = _leave_decode(
@@ -518,6 +521,39 @@ def _serve_py(
             p_len -= 1
         step += 1
         steps_run += 1
+        if quiet and not vllm and n_dec > 0 and not step_by_step:
+            # A quiet llama.cpp step (decode only: no prompt chunk, no finish)
+            # changes nothing its scheduler decides by: until a sequence is due
+            # to finish, a request arrives, an age check or the run's end falls
+            # due, every step is another of the same kind, whose KV read grows
+            # by one token per sequence. Those steps are summed in closed form
+            # (:func:`_stretch_py`) instead of run one by one.
+            due = step
+            while b_head[due % span] == NONE and due - step < span:
+                due += 1
+            until = np.inf
+            if next_arrival < issued:
+                until = ready[next_arrival]
+            if w_len > 0:
+                until = min(until, last_age_check + 1.0)
+            if due > step and t < until and t <= stop_s:
+                passes = (n_dec + ubatch - 1) // ubatch
+                j = _stretch(
+                    cost, experts, n_dec, kv_dec, passes, t, until, stop_s, due - step, parts
+                )
+                if j > 0:
+                    dt = parts[0]
+                    _spread(occupancy, queued, bin_s, bins, t, t + dt, used / total_res, w_len)
+                    t = t + dt
+                    sums[0] += n_running * dt
+                    sums[1] += dt
+                    sums[2] += n_dec * j
+                    sums[4] += parts[1]
+                    sums[5] += parts[2]
+                    sums[6] += parts[3]
+                    kv_dec += n_dec * j
+                    step += j
+                    steps_run += j
 
     counters[0] = steps_run
     counters[1] = n_preempt
@@ -691,6 +727,83 @@ def _next_request_py(
     return issued, last_ready
 
 
+def _stretch_py(
+    cost: Any,
+    experts: Any,
+    n: int,
+    kv0: float,
+    passes: int,
+    t: float,
+    until: float,
+    stop_s: float,
+    most: int,
+    parts: Any,
+) -> int:  # pragma: no cover - compiled
+    """Steps of a quiet stretch that start before ``until`` (and by ``stop_s``), summed.
+
+    Step ``k`` of the stretch decodes ``n`` sequences holding ``kv0 + n (k + 1)``
+    KV tokens; its time is a maximum of terms linear in ``k`` (memory, compute,
+    host), with a kink where a sliding window fills. On a run of steps where the
+    same term wins at both ends and the window is on the same side of full, the
+    time is linear in ``k`` throughout (a maximum of linear terms that agree at
+    both ends of an interval agrees inside it), so its sum is the trapezoid;
+    elsewhere the run is halved until it is so. At most ``most`` steps.
+
+    Returns the number of steps ``j`` and puts their total time and its split
+    by bound (memory, compute, host) into ``parts``.
+    """
+    parts[0] = 0.0
+    parts[1] = 0.0
+    parts[2] = 0.0
+    parts[3] = 0.0
+    window = cost[WINDOW]
+    full = n * window
+    # intervals [a, b) to sum, left to right (a stack: the right half pushed first)
+    los = np.empty(64, np.int64)
+    his = np.empty(64, np.int64)
+    los[0] = 0
+    his[0] = most
+    top = 1
+    acc = 0.0
+    while top > 0:
+        top -= 1
+        a = los[top]
+        b = his[top]
+        kv_a = kv0 + n * (a + 1)
+        kv_b = kv0 + n * b
+        dt_a, bound_a = _step_parts(cost, experts, n, kv_a, 0, 0.0, 0.0, passes, n)
+        dt_b, bound_b = _step_parts(cost, experts, n, kv_b, 0, 0.0, 0.0, passes, n)
+        same_side = window <= 0.0 or (kv_a >= full) == (kv_b >= full)
+        if (bound_a != bound_b or not same_side) and b - a > 1 and top < 62:
+            mid = (a + b) // 2
+            los[top] = mid
+            his[top] = b
+            los[top + 1] = a
+            his[top + 1] = mid
+            top += 2
+            continue
+        length = b - a
+        slope = (dt_b - dt_a) / (length - 1) if length > 1 else 0.0
+        # how many of these steps start in time: the start of step a + i - 1 is
+        # t + acc + (i - 1) dt_a + slope (i - 1)(i - 2) / 2, increasing in i
+        lo, hi = 0, length
+        while lo < hi:
+            i = (lo + hi + 1) // 2
+            start = t + acc + (i - 1) * dt_a + slope * (i - 1) * (i - 2) * 0.5
+            if start < until and start <= stop_s:
+                lo = i
+            else:
+                hi = i - 1
+        took = lo * dt_a + slope * lo * (lo - 1) * 0.5
+        acc += took
+        parts[1 + bound_a] += took
+        if lo < length:
+            parts[0] = acc
+            return int(a + lo)
+    parts[0] = acc
+    return most
+
+
 def _spread_py(
     occupancy: Any,
     queued: Any,
@@ -723,4 +836,5 @@ _requeue = compiled(_requeue_py, "always")
 _next_request = compiled(_next_request_py, "always")
 _finish = compiled(_finish_py, "always")
 _spread = compiled(_spread_py, "always")
+_stretch = compiled(_stretch_py, "always")
 serve: Callable[..., int] = compiled(_serve_py)

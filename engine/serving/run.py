@@ -70,6 +70,7 @@ def serve(
     slow_limit: int | None = None,
     slow_s: float = math.inf,
     seconds: float = 0.0,
+    step_by_step: bool = False,
 ) -> Run:
     """One run of ``server`` over the requests given.
 
@@ -90,6 +91,9 @@ def serve(
         got their first token later than ``slow_s`` [-]: the verdict is settled.
     seconds : float
         Span of the per-second records [s]; at least the last arrival.
+    step_by_step : bool
+        Run every llama.cpp step one by one instead of summing quiet stretches
+        in closed form (the reference the shortcut is tested against).
     """
     s = server.scheduler
     c = server.cost
@@ -135,6 +139,7 @@ def serve(
         queued,
         counters,
         sums,
+        step_by_step,
     )
     return Run(
         arr,

@@ -260,7 +260,9 @@ def _arrivals(case: Case) -> np.ndarray:
     rng = Mulberry32(case.row)
     u = rng.block(case.requests)
     gaps = -ln(1.0 - u) / case.rate
-    return np.cumsum(gaps) - gaps[0]
+    # numpy's stubs type an element of a float array as Any
+    first = float(gaps[0])
+    return np.cumsum(gaps) - first
 
 
 @dataclass(frozen=True)

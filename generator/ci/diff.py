@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from backpressure.generator import text
 from backpressure.generator.records import ResultRow
 from backpressure.generator.results_io import read_results
 from backpressure.generator.sweep.run import Progress, run_sweep
@@ -65,7 +66,7 @@ def _fmt(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:,.3g}"
+        return text.number(value)
     return str(value)
 
 

@@ -1,34 +1,62 @@
-"""``backpressure verify``: recompute a published config and compare every number."""
+"""``backpressure verify``: recompute published configs and compare what a reader sees.
+
+For each config the row and curves are recomputed from the catalog, then the
+files a reader sees are made again with the site's own code and compared:
+
+- ``api/configs/<id>.json``, byte for byte, and field by field with types
+  (``85`` is not ``85.0``, ``true`` is not ``1``, a key given twice is tampering);
+- the config page: its body (every number, the worked arithmetic, the chart
+  data and static charts, the nearest fits) must appear in it exactly, and its
+  title and description must be the recomputed ones;
+- its badge, byte for byte;
+- its line of ``api/configs.json``;
+- its cells on the GPU hub, the model hub and (for the headline configs) the home page.
+
+A site directory is verified whole, or on a seeded sample (``--sample N``).
+Exit 1 for any mismatch, 2 for a file that cannot be read.
+"""
 
 from __future__ import annotations
 
-import json
+import random
 import re
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
+from backpressure.generator.ci import strict_json
+from backpressure.generator.ci.published import (
+    Finding,
+    VerifyError,
+    compare_fields,
+    read_json,
+)
+from backpressure.generator.ci.recheck import Checker
 from backpressure.generator.keys import InputKeys
-from backpressure.generator.records import SEP
+from backpressure.generator.records import SEP, ResultRow
 from backpressure.generator.results_io import row_json
-from backpressure.generator.sweep.combos import Combo, enumerate_combos
-from backpressure.generator.sweep.evaluate import evaluate
+from backpressure.generator.sweep.combos import enumerate_combos
+from backpressure.generator.sweep.evaluate import evaluate_many
 
 PERMALINK = re.compile(r"gpu/([^/]+)/([^/]+)/([^/]+)/([^/]+)/(?:kv-([^/]+)/)?$")
+__all__ = ["Checker", "Finding", "Outcome", "VerifyError", "read_json"]
 
 
-class VerifyError(ValueError):
-    """A target that names no config, or a file that is not a published config."""
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass
 class Outcome:
-    """The comparison: matching or not, and every field that differs."""
+    """What verifying some configs found."""
 
-    config_id: str
-    matches: bool
-    differences: tuple[tuple[str, Any, Any], ...]
+    checked: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    differences: list[tuple[str, Any, Any]] = field(default_factory=list)  # JSON fields
+
+    @property
+    def matches(self) -> bool:
+        """Whether nothing differs."""
+        return not self.findings
+
+
+# -- targets -------------------------------------------------------------------
 
 
 def _id_from_permalink(path: str) -> str | None:
@@ -41,63 +69,96 @@ def _id_from_permalink(path: str) -> str | None:
     return base if not kv else f"{base}{SEP}kv-{kv}"
 
 
-def resolve_target(target: str, site_dir: Path) -> tuple[str, dict[str, Any]]:
-    """Config id and the published JSON for an id, permalink, URL or JSON file."""
-    path = Path(target)
-    if target.endswith(".json") and path.is_file():
-        try:
-            published = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise VerifyError(f"{target}: not a readable JSON file: {exc}") from exc
-        if not isinstance(published, dict) or not isinstance(published.get("config_id"), str):
-            raise VerifyError(f"{target}: not a published config (no config_id)")
-        return published["config_id"], published
-    cid = target if SEP in target and "/" not in target else _id_from_permalink(target)
-    if cid is None:
-        raise VerifyError(f"{target!r} is neither a config id, a permalink nor a JSON file")
-    api = site_dir / "api" / "configs" / f"{cid}.json"
-    if not api.is_file():
-        raise VerifyError(f"no published JSON for {cid} under {site_dir}/api/configs/")
-    return cid, json.loads(api.read_text(encoding="utf-8"))
+def config_id_of(target: str) -> str | None:
+    """The config id an id, permalink or URL names, or None."""
+    if SEP in target and "/" not in target:
+        return target
+    return _id_from_permalink(target)
 
 
-def find_combo(cat: Catalog, cid: str) -> Combo:
-    """The combo a config id names in this catalog."""
-    for combo in enumerate_combos(cat):
-        if combo.id == cid:
-            return combo
-    raise VerifyError(f"config {cid!r} is not in the catalog's sweep")
+# -- whole runs -------------------------------------------------------------
 
 
-def verify(cat: Catalog, cid: str, published: dict[str, Any]) -> Outcome:
-    """Recompute ``cid`` and compare each published field with the recomputed one."""
-    combo = find_combo(cat, cid)
-    row, _ = evaluate(cat, combo, InputKeys(cat).fingerprint_key(combo))
-    fresh = row_json(row)
-    keys = sorted(set(fresh) | set(published))
-    diffs = tuple(
-        (k, published.get(k, "<missing>"), fresh.get(k, "<missing>"))
-        for k in keys
-        if published.get(k, "<missing>") != fresh.get(k, "<missing>")
+def verify_configs(checker: Checker, cids: list[str]) -> Outcome:
+    """Recompute ``cids`` and compare every file of each (nearest fits from the site's rows)."""
+    outcome = Outcome()
+    fresh = dict(zip(cids, checker.recompute(cids), strict=True))
+    models = {checker.combo(c).model for c in cids}
+    same_model: dict[str, list[ResultRow]] = {m: [] for m in models}
+    for cid, combo in checker.combos.items():
+        if combo.model in models:
+            row = fresh[cid][0] if cid in fresh else checker.published_row(cid)
+            if row is not None:
+                same_model[combo.model].append(row)
+    for cid in cids:
+        row, curves = fresh[cid]
+        outcome.checked.append(cid)
+        outcome.findings += checker.check(row, curves, same_model[row.model])
+    return outcome
+
+
+def verify_site(checker: Checker, sample: int | None, seed: int) -> Outcome:
+    """Every config of the catalog (or a seeded sample) against the site, plus the index's ids."""
+    index = checker.index_lines()
+    wanted = sorted(checker.combos)
+    missing = sorted(set(wanted) - set(index))
+    extra = sorted(set(index) - set(wanted))
+    cids = (
+        wanted
+        if sample is None or sample >= len(wanted)
+        else sorted(random.Random(seed).sample(wanted, sample))
     )
-    return Outcome(cid, not diffs, diffs)
+    outcome = verify_configs(checker, [c for c in cids if c in index])
+    if missing:
+        outcome.findings.append(
+            Finding("api/configs.json", f"{len(missing)} config(s) missing, e.g. {missing[0]}")
+        )
+    if extra:
+        outcome.findings.append(
+            Finding(
+                "api/configs.json", f"{len(extra)} config(s) the catalog has not, e.g. {extra[0]}"
+            )
+        )
+    return outcome
 
 
-def render(outcome: Outcome) -> str:
-    """Human report: one line on a match, a field table on a mismatch."""
+def verify_json(cat: Catalog, published: Any, cid: str) -> Outcome:
+    """A published config JSON on its own: every field, with its type, recomputed."""
+    keys = InputKeys(cat)
+    combo = next((c for c in enumerate_combos(cat) if c.id == cid), None)
+    if combo is None:
+        raise VerifyError(f"config {cid!r} is not in the catalog's sweep")
+    row, _ = evaluate_many(cat, [(combo, keys.fingerprint_key(combo))])[0]
+    outcome = Outcome(checked=[cid])
+    outcome.differences = compare_fields(published, row_json(row))
+    outcome.findings = [Finding(f"{cid}.json", f"field {k}") for k, _, _ in outcome.differences]
+    return outcome
+
+
+def render(outcome: Outcome, sampled: bool = False) -> str:
+    """Human report: one line on a match; per file what differs on a mismatch."""
+    n = len(outcome.checked)
+    what = (
+        "page, badge, JSON, index line and hub cells" if not outcome.differences else "every field"
+    )
     if outcome.matches:
-        return f"verified: {outcome.config_id} matches the catalog (fingerprint and every field)"
-    lines = [
-        f"MISMATCH: {outcome.config_id}: {len(outcome.differences)} field(s) differ",
-        f"  {'field':<24} {'published':>24} {'recomputed':>24}",
-    ]
-    for name, pub, fresh in outcome.differences:
-        lines.append(f"  {name:<24} {_short(pub):>24} {_short(fresh):>24}")
-    return "\n".join(lines)
+        if n == 1:
+            return f"verified: {outcome.checked[0]} matches the catalog ({what})"
+        scope = "a sample of" if sampled else "all"
+        return f"verified: {scope} {n:,} configs match the catalog ({what} of each)"
+    if outcome.differences:
+        lines = [
+            f"MISMATCH: {outcome.checked[0]}: {len(outcome.differences)} field(s) differ",
+            f"  {'field':<24} {'published':>24} {'recomputed':>24}",
+        ]
+        lines += [f"  {k:<24} {_cut(p):>24} {_cut(f):>24}" for k, p, f in outcome.differences]
+        return "\n".join(lines)
+    head = f"MISMATCH: {len(outcome.findings)} difference(s) in {n:,} config(s) checked"
+    return "\n".join([head, *(f"  {f.file}: {f.what}" for f in outcome.findings[:50])])
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
+def _cut(value: Any) -> str:
+    text = value if isinstance(value, str) else strict_json.dumps(value)
     return text if len(text) <= 24 else text[:21] + "..."
 
 
@@ -105,9 +166,9 @@ def _short(value: Any) -> str:
 
 
 def is_rig_target(target: str) -> bool:
-    """Whether ``target`` is a rig builder link (or just its fragment)."""
-    path, _, frag = target.partition("#")
-    return frag.startswith("v=") or target.startswith("v=") or path.rstrip("/").endswith("/rig")
+    """Whether ``target`` is a rig builder link (or just its fragment): ``v=`` after a ``#``."""
+    _, _, frag = target.partition("#")
+    return frag.startswith("v=") or target.startswith("v=")
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,20 +6,40 @@ import time
 from pathlib import Path
 
 import click
-from backpressure.generator.cli.options import catalog_option
+from backpressure.generator.cli.options import (
+    BadInput,
+    catalog_option,
+    environment_error,
+    jobs_option,
+)
 
 
-def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> Path:
+def _sweep(
+    catalog: Path | None, results: Path | None, out: Path, jobs: int | None, full: bool
+) -> Path:
     """The directory holding results.csv and curves.jsonl, running the sweep if needed."""
     if results is not None:
         return results
-    from backpressure.generator.sweep.run import (
-        run_sweep,  # lazy: the sweep pulls in the simulation
-    )
+    # lazy: the sweep pulls in the simulation
+    from backpressure.generator import manifest
+    from backpressure.generator.cli.progress import make_progress
+    from backpressure.generator.site.publish import guard
+    from backpressure.generator.sweep.run import default_jobs, run_sweep
 
-    sweep_dir = out.with_name(out.name + ".sweep")
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-    run_sweep(catalog, sweep_dir, jobs)
+    sweep_dir = guard.sibling(out, "sweep")
+    guard.check_sweep_dir(sweep_dir)
+    if full:
+        manifest.invalidate(sweep_dir)  # nothing of the last sweep is reused
+    progress, close = make_progress()
+    try:
+        stats = run_sweep(catalog, sweep_dir, jobs or default_jobs(), progress)
+    finally:
+        close()
+    click.echo(
+        f"sweep: {stats.total:,} configs ({stats.fitting:,} fit), {stats.computed:,} computed, "
+        f"{stats.reused:,} reused -> {sweep_dir}",
+        err=True,
+    )
     return sweep_dir
 
 
@@ -30,7 +50,8 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("site"),
     show_default=True,
-    help="Where the site goes; replaced only after a successful build.",
+    help="Where the site goes: absent, empty or an earlier build; replaced only after a "
+    "successful build.",
 )
 @click.option(
     "--results",
@@ -38,9 +59,7 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
     default=None,
     help="Reuse this sweep output (results.csv, curves.jsonl) instead of sweeping.",
 )
-@click.option(
-    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Sweep processes."
-)
+@jobs_option
 @click.option(
     "--config-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -50,13 +69,14 @@ def _sweep(catalog: Path | None, results: Path | None, out: Path, jobs: int) -> 
 @click.option(
     "--full",
     is_flag=True,
-    help="Render every page afresh instead of reusing the render cache (OUT.cache).",
+    help="Build from nothing: sweep every config again and render every page afresh "
+    "(ignoring OUT.sweep and OUT.cache).",
 )
 def build_command(
     catalog_dir: Path | None,
     out: Path,
     results: Path | None,
-    jobs: int,
+    jobs: int | None,
     config_file: Path | None,
     full: bool,
 ) -> None:
@@ -67,15 +87,25 @@ def build_command(
     from backpressure.catalog.errors import CatalogError
     from backpressure.generator.paths import MKDOCS_YML
     from backpressure.generator.site.build import build_site
+    from backpressure.generator.site.publish import guard
     from backpressure.generator.site.publish.assemble import SiteError
 
     start = time.perf_counter()
-    results_dir = _sweep(catalog_dir, results, out, jobs)
-    swept = time.perf_counter() - start
+    kept = " (the previous site, if any, is unchanged)"
     try:
-        report = build_site(results_dir, out, catalog_dir, config_file or MKDOCS_YML, full=full)
-    except (SiteError, CatalogError, FileNotFoundError) as exc:
-        raise click.ClickException(f"{exc} (the previous site, if any, is unchanged)") from exc
+        out = out.resolve()
+        with guard.build_lock(out):  # held through the sweep, so no two builds mix
+            guard.check_outputs(out)
+            results_dir = _sweep(catalog_dir, results, out, jobs, full)
+            swept = time.perf_counter() - start
+            report = build_site(results_dir, out, catalog_dir, config_file or MKDOCS_YML, full=full)
+    except CatalogError as exc:
+        raise BadInput("\n".join(str(p) for p in exc.problems)) from exc
+    except SiteError as exc:
+        raise BadInput(f"{exc}{kept}") from exc
+    except OSError as exc:  # read-only output, full disk: the machine, not the input
+        error = environment_error(exc)
+        raise BadInput(f"{error.format_message()}{kept}") from exc
     avg = report.html_bytes / max(report.pages, 1) / 1024
     click.echo(
         f"built {out}: {report.configs:,} configs ({len(report.rendered):,} rendered), "

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option, load
-from backpressure.generator.cli.sweep import make_progress
+from backpressure.generator.cli.options import BadInput, Finite, catalog_option, jobs_option, load
+from backpressure.generator.cli.progress import make_progress
 from backpressure.generator.paths import ROOT
 from backpressure.generator.sweep.run import default_jobs
 
@@ -20,43 +21,106 @@ from backpressure.generator.sweep.run import default_jobs
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("site"),
     show_default=True,
-    help="Published site holding api/configs/<id>.json (for ids and permalinks).",
+    help="Published site a config id, permalink or URL is checked against.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With a site directory as TARGET: check this many configs, drawn with --seed "
+    "(default: every config).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of the --sample draw.",
+)
+@click.option(
+    "--config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="mkdocs.yml the site was built with (default: the project's).",
 )
 @catalog_option
-def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> None:
-    """Recompute TARGET (config id, permalink, URL, published JSON or rig builder link) and compare.
+def verify_command(
+    target: str,
+    site_dir: Path,
+    sample: int | None,
+    seed: int,
+    config_file: Path | None,
+    catalog_dir: Path | None,
+) -> None:
+    """Recompute TARGET from the catalog and compare what a reader sees of it.
 
-    Exit 0 when the fingerprint and every published number match (for a rig
-    link: its verdict and breaking rate), 1 otherwise, 2 on a malformed target.
+    TARGET is a site directory (every config, or --sample N of them), a config
+    id, permalink or URL (checked in --site), a published config JSON file, or
+    a rig builder link (or its fragment). For each config the JSON, the page
+    (every number, the charts' data), the badge, its api/configs.json line and
+    its hub cells are made again and compared; a rig is run again with its seed
+    and its verdict and breaking rate compared. Exit 0 when everything matches,
+    1 on any difference, 2 when a file or link cannot be read.
     """
-    from backpressure.generator.ci.verify import (
-        VerifyError,
-        is_rig_target,
-        render,
-        render_rig,
-        resolve_target,
-        verify,
-        verify_rig,
-    )
+    from backpressure.generator.ci import verify as v
+    from backpressure.generator.ci.strict_json import DuplicateKey
 
     cat = load(catalog_dir)
-    if is_rig_target(target):
-        try:
-            rig = verify_rig(cat, target)
-        except VerifyError as exc:
-            raise BadInput(str(exc)) from exc
-        click.echo(render_rig(rig))
-        if not rig.holds:
-            raise click.exceptions.Exit(1)
+    if v.is_rig_target(target):
+        _verify_rig(cat, target)
         return
+    path = Path(target)
     try:
-        cid, published = resolve_target(target, site_dir)
-        outcome = verify(cat, cid, published)
-    except VerifyError as exc:
+        if path.is_dir():
+            checker = _checker(cat, path, config_file)
+            outcome = v.verify_site(checker, sample, seed)
+        elif target.endswith(".json") and path.is_file():
+            try:
+                published = v.read_json(path)
+            except DuplicateKey as exc:
+                click.echo(f"MISMATCH: {path}: tampered: {exc}")
+                raise click.exceptions.Exit(1) from exc
+            cid = published.get("config_id") if isinstance(published, dict) else None
+            if not isinstance(cid, str):
+                raise v.VerifyError(f"{target}: not a published config (no config_id)")
+            outcome = v.verify_json(cat, published, cid)
+        else:
+            cid = v.config_id_of(target)
+            if cid is None:
+                raise v.VerifyError(
+                    f"{target!r} is neither a site directory, a config id, a permalink "
+                    "nor a JSON file"
+                )
+            outcome = v.verify_configs(_checker(cat, site_dir, config_file), [cid])
+    except v.VerifyError as exc:
         raise BadInput(str(exc)) from exc
-    click.echo(render(outcome))
+    click.echo(v.render(outcome, sampled=sample is not None))
     if not outcome.matches:
         raise click.exceptions.Exit(1)
+
+
+def _verify_rig(cat: Any, target: str) -> None:
+    """Recompute a rig builder link; exit 1 when its claims do not hold."""
+    from backpressure.generator.ci import verify as v
+
+    try:
+        rig = v.verify_rig(cat, target)
+    except v.VerifyError as exc:
+        raise BadInput(str(exc)) from exc
+    click.echo(v.render_rig(rig))
+    if not rig.holds:
+        raise click.exceptions.Exit(1)
+
+
+def _checker(cat: Any, site: Path, config_file: Path | None) -> Any:
+    from backpressure.generator.ci.verify import Checker, VerifyError
+    from backpressure.generator.paths import MKDOCS_YML
+    from mkdocs.config import load_config
+
+    if not (site / "api" / "configs.json").is_file():
+        raise VerifyError(f"{site} is not a published site (no api/configs.json)")
+    cfg = load_config(config_file=str(config_file or MKDOCS_YML))
+    return Checker(cat, site, (cfg.site_url or "").rstrip("/"), cfg.site_name)
 
 
 @click.command("diff")
@@ -64,7 +128,7 @@ def verify_command(target: str, site_dir: Path, catalog_dir: Path | None) -> Non
 @click.argument("new")
 @click.option(
     "--tolerance",
-    type=click.FloatRange(min=0, max=10),
+    type=Finite(min=0, max=10),
     default=0.05,
     show_default=True,
     help="Relative change below which a number has not moved.",
@@ -85,13 +149,15 @@ def diff_command(old: str, new: str, tolerance: float, work: Path, jobs: int | N
     """
     from backpressure.generator.ci.diff import DiffError, markdown, run_diff
 
-    progress, _ = make_progress()
+    progress, close = make_progress()
     try:
         moves = run_diff(old, new, work, ROOT, jobs or default_jobs(), tolerance, progress)
     except DiffError as exc:
         raise BadInput(str(exc)) from exc
     except CatalogError as exc:
         raise BadInput("\n".join(str(p) for p in exc.problems)) from exc
+    finally:
+        close()
     click.echo(markdown(moves, tolerance), nl=False)
     if moves:
         raise click.exceptions.Exit(1)

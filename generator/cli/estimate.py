@@ -6,7 +6,14 @@ import json
 from pathlib import Path
 
 import click
-from backpressure.generator.cli.options import BadInput, catalog_option, load
+from backpressure.generator.cli.options import (
+    CONTEXT,
+    BadInput,
+    Finite,
+    catalog_option,
+    load,
+    positive,
+)
 from backpressure.generator.estimate import (
     AdHocDevice,
     EstimateArgs,
@@ -19,7 +26,11 @@ from backpressure.generator.report_text import render
 from backpressure.generator.resolve import ComboError, LookupError_
 from backpressure.generator.serve_once import Load
 
-POSITIVE = click.FloatRange(min=0, min_open=True)
+# Upper bounds far above any real part, so that a unit slip or a typo is refused.
+MAX_GB = 1 << 20  # memory and overhead [GiB]
+MAX_GBPS = 1e6  # memory bandwidth [GB/s]
+MAX_TFLOPS = 1e6
+MAX_PARAMS_B = 1e5
 
 
 def _dump(obj: object) -> str:
@@ -30,17 +41,27 @@ def _dump(obj: object) -> str:
 @click.option("--gpu", help="Catalog GPU or rig id (see `backpressure catalog`).")
 @click.option(
     "--vram-gb",
-    type=POSITIVE,
+    type=positive(MAX_GB),
     help="Memory printed on the box, e.g. 24 for a 24 GB card (read as GiB).",
 )
-@click.option("--bandwidth-gbps", type=POSITIVE, help="Peak memory bandwidth [GB/s].")
-@click.option("--tflops", type=POSITIVE, help="Dense BF16/FP16 peak [TFLOP/s].")
+@click.option(
+    "--bandwidth-gbps",
+    type=positive(MAX_GBPS),
+    help="Peak memory bandwidth of a --vram-gb device [GB/s]; without it the decode "
+    "ceiling is not computed.",
+)
+@click.option(
+    "--tflops",
+    type=positive(MAX_TFLOPS),
+    help="Dense BF16/FP16 peak of a --vram-gb device [TFLOP/s]; without it prefill and "
+    "the compute ceiling are not modeled.",
+)
 @click.option(
     "--memory-kind",
     type=click.Choice(["discrete", "unified", "system"]),
     default="discrete",
     show_default=True,
-    help="Memory kind of a --vram-gb device.",
+    help="Memory kind of a --vram-gb device: unified is Apple silicon, system is CPU RAM.",
 )
 @click.option("--model", help="Catalog model id or Hugging Face repo id.")
 @click.option(
@@ -49,35 +70,47 @@ def _dump(obj: object) -> str:
     help="A Hugging Face config.json read offline.",
 )
 @click.option(
-    "--params-b", type=POSITIVE, help="Parameter count in billions, for a model known only by size."
+    "--params-b",
+    type=positive(MAX_PARAMS_B),
+    help="Parameter count in billions, for a model known only by size; the KV cost "
+    "falls back to the catalog's heuristic (kv_heuristic_mib_per_billion).",
 )
 @click.option("--quant", required=True, help="Weight quant id, e.g. q4_k_m, fp8, bf16.")
 @click.option(
     "--context",
-    type=click.IntRange(min=1),
+    type=CONTEXT,
     required=True,
-    help="Context tokens each request reserves.",
+    help="Context tokens each request reserves: 8192, or 8k, 128k, 1M (k = 1,024 tokens).",
 )
 @click.option(
     "--gpus",
     type=click.IntRange(min=1, max=64),
     default=1,
     show_default=True,
-    help="Number of GPUs (tensor or layer split, as the runtime does it).",
+    help="GPUs of the --gpu model sharing the weights, split as the runtime splits them "
+    "(vLLM by heads: the count must divide them; llama.cpp by layers). Not for a rig "
+    "id or unified memory.",
 )
 @click.option(
-    "--runtime", help="Runtime id (default: the quant's preferred runtime for this device)."
+    "--runtime",
+    help="Runtime id, e.g. llama.cpp or vllm (default: the quant's preferred runtime that "
+    "serves it on this device).",
 )
 @click.option(
     "--gpu-memory-utilization",
-    type=click.FloatRange(min=0, max=1, min_open=True),
-    help="vLLM-style share of memory the server claims.",
+    type=Finite(min=0, max=1, min_open=True),
+    help="vLLM-style runtimes: share of memory the server claims (default: the runtime's).",
 )
-@click.option("--kv-dtype", default="auto", show_default=True, help="KV-cache dtype id.")
+@click.option(
+    "--kv-dtype",
+    default="auto",
+    show_default=True,
+    help="KV-cache element type: auto, f16, bf16, fp8, q8_0, q4_0.",
+)
 @click.option(
     "--overhead-gb",
-    type=click.FloatRange(min=0),
-    help="llama.cpp-style fixed framework overhead [GiB].",
+    type=Finite(min=0, max=MAX_GB),
+    help="llama.cpp-style runtimes: fixed framework overhead [GiB] (default: the runtime's).",
 )
 @click.option(
     "--concurrency",
@@ -86,8 +119,9 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--rps",
-    type=POSITIVE,
-    help="Offer Poisson arrivals at this rate and judge the failure rules.",
+    type=positive(1e7),
+    help="Offer Poisson arrivals at this rate [requests/s] for the catalog's measurement "
+    "window and judge the failure rules.",
 )
 @click.option(
     "--prompt-tokens",
@@ -109,7 +143,9 @@ def _dump(obj: object) -> str:
     type=click.IntRange(min=16, max=1_048_576),
     help="vLLM per-step token budget, or llama.cpp n_batch (default: the runtime's).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead of the report."
+)
 @catalog_option
 def estimate_command(
     gpu: str | None,
@@ -136,7 +172,10 @@ def estimate_command(
     as_json: bool,
     catalog_dir: Path | None,
 ) -> None:
-    """Slots, both ceilings and the error band for one config."""
+    """Slots, both ceilings, the error band and a one-line verdict for one config.
+
+    With --concurrency or --rps, the same config served under load.
+    """
     if (gpu is None) == (vram_gb is None):
         raise BadInput("give exactly one of --gpu ID or --vram-gb X")
     if gpu is not None and (bandwidth_gbps or tflops):

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import click
+from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
+from backpressure.generator.cli.options import environment_error, show_notes
+from backpressure.generator.cli.plan import plan_command
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Every default shows in --help, and so in docs/cli.md, which is generated from it.
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.version_option(package_name="backpressure")
 def cli() -> None:
     """Honest LLM-serving capacity: slots, ceilings and breaking points."""
+    show_notes()
 
 
 cli.add_command(estimate_command)
@@ -21,6 +26,7 @@ cli.add_command(catalog_command)
 cli.add_command(simulate_command)
 cli.add_command(sweep_command)
 cli.add_command(build_command)
+cli.add_command(plan_command)
 cli.add_command(verify_command)
 cli.add_command(diff_command)
 cli.add_command(goldens_command)
@@ -43,4 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except CatalogError as exc:
+        # Bad input a command did not turn into its own message: still one line each.
+        for problem in exc.problems:
+            click.echo(f"backpressure: error: {problem}", err=True)
+        return 2
+    except OSError as exc:  # the machine, not the input (a full or read-only disk): one line
+        error = environment_error(exc)
+        error.show()
+        return error.exit_code
     return code if isinstance(code, int) else 0

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import math
+import re
 from pathlib import Path
+from typing import Any
 
 import click
 from backpressure.catalog.errors import CatalogError
@@ -15,8 +19,9 @@ class BadInput(click.ClickException):
     exit_code = 2
 
     def show(self, file: object = None) -> None:
-        """Print the message as one line per problem, prefixed with the program name."""
-        click.echo(f"backpressure: error: {self.format_message()}", err=True)
+        """Print the message as one line per problem, each prefixed with the program name."""
+        for line in self.format_message().splitlines():
+            click.echo(f"backpressure: error: {line}", err=True)
 
 
 def load(catalog_dir: Path | None) -> Catalog:
@@ -41,3 +46,90 @@ jobs_option = click.option(
     default=None,
     help="Worker processes (default: one per core).",
 )
+
+
+_CONTEXT = re.compile(r"(\d+)([kKmM]?)")
+_SUFFIX = {"": 1, "k": 1024, "m": 1024 * 1024}
+MAX_CONTEXT = 2**25  # far above any model's; more is a typo
+
+
+class ContextTokens(click.ParamType[int]):
+    """A context length in tokens, as a number or as the site writes it: ``8k``, ``128k``, ``1M``.
+
+    ``k`` is 1,024 tokens and ``M`` 1,048,576, as model configs count contexts
+    (an 8k context is 8,192 tokens).
+    """
+
+    name = "tokens"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int:
+        """The token count, or a usage error naming the value."""
+        text = str(value).strip().replace(",", "").replace("_", "")
+        match = _CONTEXT.fullmatch(text)
+        tokens = int(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else 0
+        if not 1 <= tokens <= MAX_CONTEXT:
+            self.fail(
+                f"{value!r} is not a context length from 1 to {MAX_CONTEXT:,} tokens "
+                "(tokens, or 8k, 128k, 1M)",
+                param,
+                ctx,
+            )
+        return tokens
+
+
+CONTEXT = ContextTokens()
+
+
+class Finite(click.FloatRange):
+    """A float flag that is a real number: ``nan``, ``inf`` and ``1e999`` are refused.
+
+    ``click.FloatRange`` lets NaN through any bound (every comparison with NaN
+    is false) and infinity through an open upper one.
+    """
+
+    name = "number"
+
+    def __init__(
+        self,
+        min: float | None = None,  # click's own parameter names
+        max: float | None = None,
+        min_open: bool = False,
+        max_open: bool = False,
+    ) -> None:
+        super().__init__(min, max, min_open, max_open, clamp=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse, refuse what is not finite, then check the range."""
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+def positive(max: float) -> Finite:
+    """A finite number above 0 and at most ``max``."""
+    return Finite(min=0, max=max, min_open=True)
+
+
+def environment_error(exc: OSError) -> BadInput:
+    """A failure of the machine rather than of the input (read-only, full disk), as one line."""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    where = f"{exc.filename}: " if exc.filename else ""
+    return BadInput(f"{where}{what}")
+
+
+class _Notes(logging.Handler):
+    """The library's warnings (a damaged cache recomputed, say) as one stderr line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"backpressure: note: {record.getMessage()}", err=True)
+
+
+def show_notes() -> None:
+    """Print what the ``backpressure`` logger warns about (once per process)."""
+    log = logging.getLogger("backpressure")
+    if not any(isinstance(h, _Notes) for h in log.handlers):
+        log.addHandler(_Notes(logging.WARNING))
+        log.setLevel(logging.WARNING)

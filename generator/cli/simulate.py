@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
 from backpressure.catalog.errors import CatalogError
-
-
-class ScenarioError(click.ClickException):
-    """Bad scenario input: one line per problem on stderr, exit code 2."""
-
-    exit_code = 2
-
-    def __init__(self, error: CatalogError) -> None:
-        super().__init__(str(error))
-        self.problems = error.problems
-
-    def show(self, file: object = None) -> None:
-        """Print each problem on its own line, no traceback."""
-        for problem in self.problems:
-            click.echo(f"error: {problem}", err=True)
+from backpressure.generator.cli.options import BadInput, Finite, catalog_option, load, positive
 
 
 @click.command("simulate")
@@ -33,14 +20,14 @@ class ScenarioError(click.ClickException):
 )
 @click.option(
     "--rps",
-    type=click.FloatRange(min=0, min_open=True),
+    type=positive(1e7),
     default=None,
     help="Load level in requests/s (default: the scenario's).",
 )
 @click.option(
     "--duration",
     "duration_s",
-    type=click.FloatRange(min=0.1, max=86_400),
+    type=Finite(min=0.1, max=86_400),
     default=None,
     help="Simulated seconds per run (default: the scenario's).",
 )
@@ -58,6 +45,7 @@ class ScenarioError(click.ClickException):
     help="Run the scenario's load levels and report the breaking point.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@catalog_option
 def simulate_command(
     scenario: Path,
     seed: int | None,
@@ -66,18 +54,26 @@ def simulate_command(
     ticks_path: Path | None,
     do_sweep: bool,
     as_json: bool,
+    catalog_dir: Path | None,
 ) -> None:
-    """Simulate SCENARIO (a YAML file) tick by tick and report each node's health."""
-    from backpressure.catalog.scenario import load_scenario
+    """Simulate SCENARIO (a YAML file) tick by tick and report each node's health.
+
+    Its parts come from the catalog's parts/ folder and an LLM node's capacity
+    from its GPUs and models (--catalog, or the bundled catalog).
+    """
+    from backpressure.catalog.scenario import load_parts, load_scenario
     from backpressure.generator import simulate as sim
 
     if do_sweep and (rps is not None or ticks_path is not None):
         raise click.UsageError("--sweep runs the scenario's own levels; drop --rps and --ticks")
+    cat = load(catalog_dir)
     try:
-        loaded = load_scenario(scenario)
-        spec = sim.build_spec(loaded, rps=rps, duration_s=duration_s)
+        parts = load_parts(cat.root / "parts") if (cat.root / "parts").is_dir() else None
+        loaded = load_scenario(scenario, parts)
+        capacity = functools.partial(sim.served_for, cat=cat)
+        spec = sim.build_spec(loaded, rps=rps, duration_s=duration_s, capacity=capacity)
     except CatalogError as exc:
-        raise ScenarioError(exc) from None
+        raise BadInput("\n".join(str(p) for p in exc.problems)) from None
     seed = loaded.scenario.seed if seed is None else seed
     if do_sweep:
         report = sim.run_sweep(spec, loaded.scenario.sweep.levels(), seed)

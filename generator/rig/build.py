@@ -189,7 +189,7 @@ def part_of(node: RigNode, parts: dict[str, Part]) -> Part:
         k: f"rig builder link, node {node.name}" for k in sourced
     }
     try:
-        return kind.model_validate(merged)  # type: ignore[return-value]
+        return kind.model_validate(merged)
     except ValidationError as exc:
         raise _backstop(node.name, exc) from None
 

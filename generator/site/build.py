@@ -21,31 +21,28 @@ all of it into HTML.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from jinja2 import Environment
-
-from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.generator.site.publish import assemble, tree as site_tree
+from backpressure.catalog.loader import load_catalog
 from backpressure.generator import keys as site_keys
-from backpressure.generator.site import charts
-from backpressure.generator.site.model import SiteModel, gather
-from backpressure.generator.site import mkdocs_step as site_mkdocs, search as site_search
-from backpressure.generator.site.pages import Limits, NearestFits, page_path
-from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.paths import MKDOCS_YML, TEMPLATES
-from backpressure.generator.site.render import make_env
-from backpressure.generator.site.publish.cache import RenderCache
+from backpressure.generator.site import charts, gate
+from backpressure.generator.site import mkdocs_step as site_mkdocs
+from backpressure.generator.site import search as site_search
 from backpressure.generator.site.configs import summary, write_configs
-from backpressure.generator.site.data import read_curve_lines, read_rows
-from backpressure.generator.site.scenarios import scenario_contexts
+from backpressure.generator.site.model import SiteModel, gather
+from backpressure.generator.site.pages import Limits, page_path
+from backpressure.generator.site.publish import assemble, guard
+from backpressure.generator.site.publish import tree as site_tree
+from backpressure.generator.site.publish.cache import RenderCache
 from backpressure.generator.site.publish.tree import Tree
-
+from backpressure.generator.site.render import make_env
+from jinja2 import Environment
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,19 +180,35 @@ def build_site(
     ``full`` ignores what the render cache (``<out>.cache``) holds and renders
     every page afresh, refilling it.
     """
-    from mkdocs.config import load_config
-
     # mkdocs resolves relative paths against mkdocs.yml, not the working directory.
     out = out.resolve()
+    with guard.build_lock(out):
+        guard.check_outputs(out)
+        return _build(results_dir, out, catalog_dir, config_file, check_links, full, templates)
+
+
+def _build(
+    results_dir: Path,
+    out: Path,
+    catalog_dir: Path | None,
+    config_file: Path,
+    check_links: bool,
+    full: bool,
+    templates: Path,
+) -> BuildReport:
+    from mkdocs.config import load_config
+
     clock = _Clock()
     site_url = load_config(config_file=str(config_file)).site_url or ""
-    cache = RenderCache(out.with_name(out.name + ".cache"), reuse=not full)
+    cache = RenderCache(guard.sibling(out, "cache"), reuse=not full)
     m = gather(load_catalog(catalog_dir), results_dir, site_url, cache)
+    gate.check_rows(m.rows)
     env = make_env(templates)
     clock.lap("gather")
     tmp = site_tree.workspace(out)
     try:
         tree = Tree(tmp, cache)
+        site_tree.mark(tree)
         rendered, known = _write_site(env, m, tree, config_file, templates, clock)
         files = set(tree.wanted)
         if check_links:
@@ -205,7 +218,9 @@ def build_site(
         clock.lap("compare")
     except BaseException:
         site_tree.shelve(tmp, out)
-        cache.save_index(everything=True)  # what was rendered stays valid
+        with contextlib.suppress(OSError):  # a full disk must not hide the first error
+            cache.save_index(everything=True)  # what was rendered stays valid
+        cache.report_damage()
         raise
     html = [f for f in files if f.endswith(".html")]
     html_bytes = sum((tmp / f).stat().st_size for f in html)
@@ -213,6 +228,7 @@ def build_site(
     cache.save_index()
     cache.prune()
     cache.empty_trash()
+    cache.report_damage()
     clock.lap("publish")
     return BuildReport(
         out,

@@ -14,8 +14,10 @@ def pack(charts: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[s
     run length], ...]}`` (a series name repeats for dozens of rows). A page carries about a fifth of
     the bytes of the rows themselves.
     """
-    return {kind: {name: _pack_rows(rows) for name, rows in sets.items()}
-            for kind, sets in charts.items()}
+    return {
+        kind: {name: _pack_rows(rows) for name, rows in sets.items()}
+        for kind, sets in charts.items()
+    }
 
 
 def _pack_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The three config-page charts as Altair specs, built once, with data bound by name.
 
 Each builder returns an ``alt.Chart`` (or layer / facet) whose layers read
-named datasets (``alt.Data(name=...)``) and carry no values. Constructing a
+named datasets (``alt.NamedData(name=...)``) and carry no values. Constructing a
 chart costs Altair about 20 ms, so :func:`chart_specs` builds each kind once
 per process; a page then ships only its datasets (:func:`datasets_for`) and the
 browser joins the two (:func:`with_data` does the same join in Python for the
@@ -11,10 +11,9 @@ static fallback and for tests).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, TypeVar
 
 import altair as alt
-
 from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.site.pages import RULE_LABELS, Limits
@@ -27,16 +26,33 @@ _SERIES_COLORS = alt.Scale(
 )
 
 
+Composite = TypeVar("Composite", alt.LayerChart, alt.FacetChart)
+
+
+def _independent_y(chart: Composite) -> Composite:
+    """The chart with a y scale per layer or facet."""
+    # altair's signature-copying decorator hides resolve_scale's return type
+    out: Composite = chart.resolve_scale(y="independent")
+    return out
+
+
+def _layer(*charts: alt.Chart) -> alt.LayerChart:
+    """Charts drawn over each other (none has a facet encoding, so no facet is hoisted)."""
+    out = alt.layer(*charts)
+    assert isinstance(out, alt.LayerChart)
+    return out
+
+
 def breaking_chart() -> alt.LayerChart:
     """(a) p50, p99 and TTFT against offered rps (log axis), band, limits, break rules."""
     x = alt.X("rps:Q", title="offered load [requests/s]", scale=alt.Scale(type="log"))
     band = (
-        alt.Chart(alt.Data(name="latency_band"))
+        alt.Chart(alt.NamedData(name="latency_band"))
         .mark_area(opacity=0.18, color="#e45756")
         .encode(x=x, y=alt.Y("lo:Q"), y2="hi:Q", tooltip=["rps:Q", "lo:Q", "hi:Q"])
     )
     lines = (
-        alt.Chart(alt.Data(name="latency"))
+        alt.Chart(alt.NamedData(name="latency"))
         .mark_line(point=alt.OverlayMarkDef(size=18))
         .encode(
             x=x,
@@ -46,35 +62,35 @@ def breaking_chart() -> alt.LayerChart:
         )
     )
     limits = (
-        alt.Chart(alt.Data(name="limits"))
+        alt.Chart(alt.NamedData(name="limits"))
         .mark_rule(strokeDash=[6, 4], color="#555")
         .encode(y="ms:Q", tooltip=["label:N", "ms:Q"])
     )
     # Two labels, one above its line (the SLO) and one below (the TTFT budget),
     # so they stay readable when the two limits are close.
     above = (
-        alt.Chart(alt.Data(name="limits"))
+        alt.Chart(alt.NamedData(name="limits"))
         .transform_filter(alt.datum.kind == "slo")
         .mark_text(align="right", dy=-7, color="#555", fontSize=11)
         .encode(y="ms:Q", x=alt.value("width"), text="label:N")
     )
     below = (
-        alt.Chart(alt.Data(name="limits"))
+        alt.Chart(alt.NamedData(name="limits"))
         .transform_filter(alt.datum.kind == "ttft")
         .mark_text(align="right", dy=9, color="#555", fontSize=11)
         .encode(y="ms:Q", x=alt.value("width"), text="label:N")
     )
     break_band = (
-        alt.Chart(alt.Data(name="breaks"))
+        alt.Chart(alt.NamedData(name="breaks"))
         .mark_rect(opacity=0.12, color="#333")
         .encode(x="lo:Q", x2="hi:Q", tooltip=["label:N", "rps:Q", "lo:Q", "hi:Q"])
     )
     break_rule = (
-        alt.Chart(alt.Data(name="breaks"))
+        alt.Chart(alt.NamedData(name="breaks"))
         .mark_rule(color="#333", strokeWidth=1.5)
         .encode(x="rps:Q", tooltip=["label:N", "rps:Q"])
     )
-    return alt.layer(break_band, band, lines, limits, above, below, break_rule).properties(
+    return _layer(break_band, band, lines, limits, above, below, break_rule).properties(
         width=_WIDTH, height=_HEIGHT, title="Latency against offered load (lost requests count)"
     )
 
@@ -83,7 +99,7 @@ def occupancy_chart() -> alt.LayerChart:
     """(b) slot occupancy and shed share (left axis), goodput (right axis) against offered rps."""
     x = alt.X("rps:Q", title="offered load [requests/s]", scale=alt.Scale(type="log"))
     shares = (
-        alt.Chart(alt.Data(name="shares"))
+        alt.Chart(alt.NamedData(name="shares"))
         .mark_line()
         .encode(
             x=x,
@@ -102,7 +118,7 @@ def occupancy_chart() -> alt.LayerChart:
         )
     )
     goodput = (
-        alt.Chart(alt.Data(name="goodput"))
+        alt.Chart(alt.NamedData(name="goodput"))
         .mark_line(strokeDash=[4, 3])
         .encode(
             x=x,
@@ -111,10 +127,8 @@ def occupancy_chart() -> alt.LayerChart:
             tooltip=["rps:Q", "rps_served:Q"],
         )
     )
-    return (
-        alt.layer(shares, goodput)
-        .resolve_scale(y="independent")
-        .properties(width=_WIDTH, height=_HEIGHT, title="Occupancy, losses and goodput")
+    return _independent_y(_layer(shares, goodput)).properties(
+        width=_WIDTH, height=_HEIGHT, title="Occupancy, losses and goodput"
     )
 
 
@@ -123,30 +137,32 @@ def tradeoff_chart() -> alt.LayerChart:
     x = alt.X("per_user:Q", title="tokens/s per user", scale=alt.Scale(type="log"))
     y = alt.Y("total:Q", title="output tokens/s in total", scale=alt.Scale(type="log"))
     band = (
-        alt.Chart(alt.Data(name="tradeoff"))
+        alt.Chart(alt.NamedData(name="tradeoff"))
         .mark_area(opacity=0.18, color="#4c78a8")
         .encode(x=x, y=alt.Y("lo:Q"), y2="hi:Q", tooltip=["users:Q", "lo:Q", "hi:Q"])
     )
     line = (
-        alt.Chart(alt.Data(name="tradeoff"))
+        alt.Chart(alt.NamedData(name="tradeoff"))
         .mark_line(point=alt.OverlayMarkDef(size=30), color="#4c78a8")
-        .encode(x=x, y=y, order="users:Q",
-                tooltip=["users:Q", "per_user:Q", "total:Q", "ttft_ms:Q"])
+        .encode(
+            x=x, y=y, order="users:Q", tooltip=["users:Q", "per_user:Q", "total:Q", "ttft_ms:Q"]
+        )
     )
     labels = (
-        alt.Chart(alt.Data(name="tradeoff"))
+        alt.Chart(alt.NamedData(name="tradeoff"))
         .mark_text(dy=-9, fontSize=10, color="#333")
         .encode(x=x, y=y, text="users:Q")
     )
-    return alt.layer(band, line, labels).properties(
+    return _layer(band, line, labels).properties(
         width=_WIDTH, height=_HEIGHT, title="Throughput against speed per user (labels: users)"
     )
 
 
 def timeline_chart() -> alt.FacetChart:
     """(d) queue depth, occupancy, p99 TTFT and lost requests, second by second, at the break."""
-    return (
-        alt.Chart(alt.Data(name="timeline"))
+    # (annotated: altair's mark_* methods hide their return type)
+    faceted: alt.FacetChart = (
+        alt.Chart(alt.NamedData(name="timeline"))
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("t:Q", title="simulated time [s]"),
@@ -157,19 +173,20 @@ def timeline_chart() -> alt.FacetChart:
         .properties(width=_WIDTH, height=90)
         .facet(
             row=alt.Row(
-                "metric:N", title=None,
+                "metric:N",
+                title=None,
                 sort=["queue depth", "occupancy", "p99 TTFT [ms]", "requests lost"],
             )
         )
-        .resolve_scale(y="independent")
-        .properties(title="At the breaking point")
     )
+    return _independent_y(faceted).properties(title="At the breaking point")
 
 
 def health_chart() -> alt.FacetChart:
     """Scenario pages: each node's utilization, queue, p99 and error budget per second."""
-    return (
-        alt.Chart(alt.Data(name="health"))
+    # (annotated: altair's mark_* methods hide their return type)
+    faceted: alt.FacetChart = (
+        alt.Chart(alt.NamedData(name="health"))
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("t:Q", title="simulated time [s]"),
@@ -185,9 +202,8 @@ def health_chart() -> alt.FacetChart:
                 sort=["utilization", "queue depth", "p99 [ms]", "error budget left"],
             )
         )
-        .resolve_scale(y="independent")
-        .properties(title="Per-node health over time")
     )
+    return _independent_y(faceted).properties(title="Per-node health over time")
 
 
 BUILDERS = {
@@ -216,15 +232,27 @@ def _breaks(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
         return []
     lo, hi = row.breaking_rps_low, row.breaking_rps_high
     label = f"breaks: {RULE_LABELS.get(row.breaking_rule or '', '')}"
-    return [{"label": label, "rps": _sig(row.breaking_rps), "lo": _sig(lo or row.breaking_rps),
-             "hi": _sig(hi or row.breaking_rps)}]
+    return [
+        {
+            "label": label,
+            "rps": _sig(row.breaking_rps),
+            "lo": _sig(lo or row.breaking_rps),
+            "hi": _sig(hi or row.breaking_rps),
+        }
+    ]
 
 
 def _latency(row: ResultRow, c: Curves, lim: Limits) -> dict[str, list[dict[str, Any]]]:
-    """Latency percentiles over every offered request; a lost request makes one infinite,
-    and the chart leaves such points out rather than draw them lower."""
-    series = (("TTFT p50", c.ttft_p50_ms), ("TTFT p99", c.ttft_p99_ms),
-              ("latency p99", c.e2e_p99_ms))
+    """Latency percentiles over every offered request.
+
+    A lost request makes one infinite, and the chart leaves such points out
+    rather than draw them lower.
+    """
+    series = (
+        ("TTFT p50", c.ttft_p50_ms),
+        ("TTFT p99", c.ttft_p99_ms),
+        ("latency p99", c.e2e_p99_ms),
+    )
     latency = [
         {"series": name, "rps": _sig(x), "ms": _sig(y)}
         for name, ys in series
@@ -240,13 +268,18 @@ def _latency(row: ResultRow, c: Curves, lim: Limits) -> dict[str, list[dict[str,
         if y is not None and y > 0
     ]
     limits = [
-        {"kind": "slo", "label": f"p99 SLO {text.seconds(lim.p99_slo_ms / 1000)}",
-         "ms": lim.p99_slo_ms},
-        {"kind": "ttft", "label": f"TTFT budget {text.seconds(lim.ttft_budget_ms / 1000)}",
-         "ms": lim.ttft_budget_ms},
+        {
+            "kind": "slo",
+            "label": f"p99 SLO {text.seconds(lim.p99_slo_ms / 1000)}",
+            "ms": lim.p99_slo_ms,
+        },
+        {
+            "kind": "ttft",
+            "label": f"TTFT budget {text.seconds(lim.ttft_budget_ms / 1000)}",
+            "ms": lim.ttft_budget_ms,
+        },
     ]
-    return {"latency": latency, "latency_band": band, "limits": limits,
-            "breaks": _breaks(row, lim)}
+    return {"latency": latency, "latency_band": band, "limits": limits, "breaks": _breaks(row, lim)}
 
 
 def _occupancy(c: Curves) -> dict[str, list[dict[str, Any]]]:
@@ -265,13 +298,22 @@ def _occupancy(c: Curves) -> dict[str, list[dict[str, Any]]]:
 
 def _tradeoff(row: ResultRow, c: Curves) -> dict[str, list[dict[str, Any]]]:
     k = (row.serving_band_pct or 0) / 100
-    return {"tradeoff": [
-        {"users": u, "per_user": _sig(per), "total": _sig(total),
-         "lo": _sig(total * (1 - k)), "hi": _sig(total * (1 + k)), "ttft_ms": _sig(ttft)}
-        for u, per, total, ttft in zip(c.users, c.table_tokens_per_user, c.table_output_tps,
-                                       c.table_ttft_ms, strict=True)
-        if per > 0 and total > 0
-    ]}
+    return {
+        "tradeoff": [
+            {
+                "users": u,
+                "per_user": _sig(per),
+                "total": _sig(total),
+                "lo": _sig(total * (1 - k)),
+                "hi": _sig(total * (1 + k)),
+                "ttft_ms": _sig(ttft),
+            }
+            for u, per, total, ttft in zip(
+                c.users, c.table_tokens_per_user, c.table_output_tps, c.table_ttft_ms, strict=True
+            )
+            if per > 0 and total > 0
+        ]
+    }
 
 
 def _timeline(c: Curves) -> dict[str, list[dict[str, Any]]]:

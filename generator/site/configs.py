@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from jinja2 import Environment
-
-from backpressure.generator.site.publish import assemble
-from backpressure.generator.site import charts
-from backpressure.generator.site.chart_pack import pack
-from backpressure.generator.site.pages import RULE_LABELS, Limits, config_context, page_path
-from backpressure.generator.records import ResultRow
-from backpressure.generator.results_io import row_json
 from backpressure.generator import text
 from backpressure.generator.keys import depth
+from backpressure.generator.records import ResultRow
+from backpressure.generator.results_io import row_json
+from backpressure.generator.site import charts, gate
+from backpressure.generator.site.chart_pack import pack
+from backpressure.generator.site.escape import commonmark_text
+from backpressure.generator.site.pages import RULE_LABELS, Limits, config_context, page_path
+from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.svg import badge, fallbacks
+from jinja2 import Environment
 
 if TYPE_CHECKING:
     from backpressure.generator.site.model import SiteModel
@@ -65,8 +65,9 @@ def badge_parts(row: ResultRow) -> tuple[str, str]:
     if row.breaking_rps is None:
         return "backpressure", "not simulated"
     rule = RULE_LABELS.get(row.breaking_rule or "", "")
-    return "backpressure", (f"breaks at {text.rps(row.breaking_rps)} rps "
-                            f"±{row.serving_band_pct} % ({rule})")
+    return "backpressure", (
+        f"breaks at {text.rps(row.breaking_rps)} rps ±{row.serving_band_pct} % ({rule})"
+    )
 
 
 def render_config(
@@ -75,6 +76,7 @@ def render_config(
     """(title, description, body HTML) of one config page."""
     curves = m.curves.get(row.config_id)
     data = charts.datasets_for(row, curves, lim)
+    gate.check_data(f"config {row.config_id}: chart data", data)
     ctx = config_context(m.cat, row, curves, m.nearest.get(row.config_id, []), data, lim)
     _left, right = badge_parts(row)
     link = f"{m.site_url}/{row.permalink}" if m.site_url else f"/{row.permalink}"
@@ -83,7 +85,8 @@ def render_config(
         chart_data=pack(data),
         fallback=fallbacks(data),
         badge_alt=alt,
-        snippet=f"[![{alt}]({link}badge.svg)]({link})",
+        # Markdown for the reader's own docs: the names in it are escaped for CommonMark.
+        snippet=f"[![{commonmark_text(alt)}]({link}badge.svg)]({link})",
     )
     return ctx["title"], row.verdict, env.get_template("config.html.j2").render(**ctx)
 
@@ -96,7 +99,7 @@ def config_files(
     parts = {
         "html": shell.wrap(title, desc, body).encode("utf-8"),
         "svg": badge(*badge_parts(row), row.breaking_rps is not None).encode("utf-8"),
-        "json": _json(row_json(row)).encode("utf-8"),
+        "json": config_json(row).encode("utf-8"),
     }
     return parts, assemble.page_links(body)
 
@@ -129,24 +132,27 @@ def write_configs(
     return Written(tuple(rendered), links)
 
 
-def _json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+def config_json(row: ResultRow) -> str:
+    """``api/configs/<id>.json``: the row, every field, canonically."""
+    return json.dumps(row_json(row), sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def summary_line(r: ResultRow, site_url: str) -> str:
+    """One config's line of ``api/configs.json``."""
+    item = {
+        "id": r.config_id,
+        "url": f"{site_url}/{r.permalink}" if site_url else r.permalink,
+        "gpu": r.gpu,
+        "model": r.model,
+        "quant": r.quant,
+        "context": r.context,
+        "fits": r.fits,
+        "slots": r.slots,
+        **{k: getattr(r, k) for k in SUMMARY_FIELDS},
+    }
+    return json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def summary(m: SiteModel) -> str:
     """``api/configs.json``: one line per config, so a rebuild's diff is one line per change."""
-    lines = []
-    for r in m.rows:
-        item = {
-            "id": r.config_id,
-            "url": f"{m.site_url}/{r.permalink}" if m.site_url else r.permalink,
-            "gpu": r.gpu,
-            "model": r.model,
-            "quant": r.quant,
-            "context": r.context,
-            "fits": r.fits,
-            "slots": r.slots,
-            **{k: getattr(r, k) for k in SUMMARY_FIELDS},
-        }
-        lines.append(json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-    return "[\n" + ",\n".join(lines) + "\n]\n"
+    return "[\n" + ",\n".join(summary_line(r, m.site_url) for r in m.rows) + "\n]\n"

@@ -8,9 +8,9 @@ from typing import Any
 
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.kv import kv_bytes_per_token, kv_bytes_per_token_heuristic
-from backpressure.generator.site.pages import device_name, names
 from backpressure.generator.records import ResultRow, context_label
 from backpressure.generator.resolve import AUTO_KV_BYTES
+from backpressure.generator.site.pages import device_name, names
 
 HEADLINE_MODELS = ("llama-3.1-8b", "mistral-small-24b", "qwen2.5-32b", "llama-3.3-70b")
 HEADLINE_QUANT = "q4_k_m"
@@ -72,7 +72,8 @@ def _grid(rows: Iterable[ResultRow], root: str, group: str) -> list[dict[str, An
     for r in rows:
         label = r.quant if r.kv_dtype == "auto" else f"{r.quant} (KV {r.kv_dtype})"
         sections.setdefault(getattr(r, group), {}).setdefault(label, {})[r.context] = cell(r, root)
-    return [{"key": k, "quants": v} for k, v in sections.items()]
+    # A section's anchor is its id with dots as dashes (ids are URL-safe already).
+    return [{"key": k, "anchor": k.replace(".", "-"), "quants": v} for k, v in sections.items()]
 
 
 def contexts_of(rows: Iterable[ResultRow]) -> list[int]:

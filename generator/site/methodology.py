@@ -23,8 +23,11 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
             f"{vllm.max_num_seqs:,} sequences and {vllm.max_num_batched_tokens:,} tokens a step, "
             f"{vllm.large_gpu_max_num_seqs:,} and {vllm.large_gpu_max_num_batched_tokens:,} on "
             f"GPUs with {vllm.large_gpu_memory_bytes / 1024**3:,.0f} GiB or more"
-            + (f" unless their name contains {vllm.small_defaults_name}"
-               if vllm.small_defaults_name else "")
+            + (
+                f" unless their name contains {vllm.small_defaults_name}"
+                if vllm.small_defaults_name
+                else ""
+            )
         )
     return {
         "contexts": ", ".join(f"{c:,}" for c in s.contexts),
@@ -39,6 +42,10 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
         "floor": f"{s.min_usable_tokens_per_s:g}",
         "floor_reason": s.min_usable_reason,
         "measure": s.measure_requests,
+        "probe": s.probe_requests,
+        "probe_bracket": f"{s.probe_bracket:g}",
+        "seed_ttft": _pct(cat, "serving_seed_pct_ttft"),
+        "seed_p99": _pct(cat, "serving_seed_pct_p99"),
         "min_measure": sec(s.min_measure_seconds),
         "warmup": sec(s.warmup_seconds),
         "min_warmup": sec(min(5.0, s.warmup_seconds)),
@@ -75,7 +82,7 @@ def _runtime_rows(cat: Catalog) -> list[dict[str, str]]:
 
 def methodology_context(cat: Catalog) -> dict[str, Any]:
     """Calibration constants, quant bits, runtime profiles, settings and the band table."""
-    s = cat.settings
+    heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value
     return {
         "root": "../",
         "calibration": [
@@ -102,7 +109,8 @@ def methodology_context(cat: Catalog) -> dict[str, Any]:
         "base_pct": bands.BASE_PCT,
         "max_pct": bands.MAX_PCT,
         "widenings": [
-            {"key": k, "pct": pct, "reason": reason} for k, (pct, reason) in bands.WIDENINGS.items()
+            {"key": k, "pct": pct, "reason": bands.widening_reason(k, heuristic)}
+            for k, (pct, _) in bands.WIDENINGS.items()
         ],
         "small_b": bands.SMALL_PARAMS / 1e9,
         "large_b": bands.LARGE_PARAMS / 1e9,
@@ -110,3 +118,9 @@ def methodology_context(cat: Catalog) -> dict[str, Any]:
         "snug": bands.SNUG_SLOTS,
         "settings": settings_rows(cat),
     }
+
+
+def _pct(cat: Catalog, key: str) -> str:
+    """A calibration percentage as the page prints it, or "not measured"."""
+    cal = cat.calibration.get(key)
+    return "not measured" if cal is None else f"{cal.value:.0f} %"

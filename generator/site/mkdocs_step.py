@@ -15,16 +15,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment
-
-from backpressure.generator.site.publish import assemble
-from backpressure.generator.site import charts
-from backpressure.generator.paths import ROOT, TEMPLATES, WEB_RIG
-from backpressure.generator.site.hubs import gpu_context, gpu_index, home_context, model_context, model_index
 from backpressure.generator.keys import depth, digest, files_digest, json_digest, package_versions
+from backpressure.generator.paths import ROOT, TEMPLATES, WEB_RIG
+from backpressure.generator.site import charts
+from backpressure.generator.site.hubs import (
+    gpu_context,
+    gpu_index,
+    home_context,
+    model_context,
+    model_index,
+)
 from backpressure.generator.site.methodology import methodology_context
 from backpressure.generator.site.model import accuracy_context
+from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.scenarios import scenario_contexts
+from jinja2 import Environment
+from markupsafe import Markup
 
 if TYPE_CHECKING:
     from backpressure.generator.site.model import SiteModel
@@ -73,8 +79,12 @@ def rig_context(m: SiteModel) -> dict[str, Any]:
 
 
 def _shell_page(env: Environment, depth: int) -> str:
+    # The marks are our own plain words, replaced after the build: passed as markup,
+    # they reach the page exactly as written.
     return env.get_template("pages/shell.md.j2").render(
-        title=assemble.TITLE_MARK, description=assemble.DESC_MARK, marker=assemble.BODY_MARK
+        title=Markup(assemble.TITLE_MARK),
+        description=Markup(assemble.DESC_MARK),
+        marker=Markup(assemble.BODY_MARK),
     )
 
 

@@ -11,7 +11,7 @@ from backpressure.catalog.loader import Catalog
 from backpressure.generator.keys import code_digest, curves_json, digest, files_digest, json_digest
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.rig.data import rig_files
-from backpressure.generator.site.data import CurveLines, read_curve_lines, read_rows
+from backpressure.generator.site.data import CurveLines, read_sweep
 from backpressure.generator.site.pages import NearestFits
 from backpressure.generator.site.scenarios import scenario_contexts
 
@@ -52,11 +52,11 @@ def gather(
     cat: Catalog, results_dir: Path, site_url: str = "", cache: RenderCache | None = None
 ) -> SiteModel:
     """Phase one: read the sweep's tables, group them, run (or recall) the scenarios."""
-    rows = read_rows(results_dir)
-    curves = read_curve_lines(results_dir)
+    rows, curves = read_sweep(results_dir)
     scenarios = scenario_contexts(cat.root / "scenarios", cache, cat)
-    model = SiteModel(cat, rows, curves, site_url.rstrip("/"), scenarios,
-                      accuracy_context(cat, cache))
+    model = SiteModel(
+        cat, rows, curves, site_url.rstrip("/"), scenarios, accuracy_context(cat, cache)
+    )
     model.rig = rig_files(cat, rows, cache)
     return model
 
@@ -65,8 +65,10 @@ ACCURACY_MODULE = "backpressure.generator.accuracy.page"
 
 
 def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str, Any]:
-    """The accuracy page's numbers: published runs replayed (a second or two; cached by
-    the code, the data files and the catalog)."""
+    """The accuracy page's numbers: published runs replayed.
+
+    A second or two of work, cached by the code, the data files and the catalog.
+    """
     from backpressure.generator.accuracy.page import serving_context
     from backpressure.generator.accuracy.serving import DATA
 
@@ -75,11 +77,19 @@ def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str
     key = digest(
         code_digest(ACCURACY_MODULE),
         files_digest(sorted(p for p in DATA.iterdir() if p.is_file()), DATA),
-        json_digest({kind: {k: v.model_dump(mode="json") for k, v in table.items()}
-                     for kind, table in (("gpus", cat.gpus), ("rigs", cat.rigs),
-                                         ("models", cat.models), ("quants", cat.quants),
-                                         ("runtimes", cat.runtimes),
-                                         ("calibration", cat.calibration))}),
+        json_digest(
+            {
+                kind: {k: v.model_dump(mode="json") for k, v in table.items()}
+                for kind, table in (
+                    ("gpus", cat.gpus),
+                    ("rigs", cat.rigs),
+                    ("models", cat.models),
+                    ("quants", cat.quants),
+                    ("runtimes", cat.runtimes),
+                    ("calibration", cat.calibration),
+                )
+            }
+        ),
     )
     ctx = cache.doc("accuracy", key)
     if ctx is None:

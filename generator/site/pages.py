@@ -99,15 +99,18 @@ def provenance(cat: Catalog, row: ResultRow) -> dict[str, tuple[str, str]]:
         ),
         "overhead": (classify(rt_src), rt_src),
         "kv": (
-            ("config.json", cfg)
-            if exact
-            else ("assumed", heuristic.source if heuristic else "")
+            ("config.json", cfg) if exact else ("assumed", heuristic.source if heuristic else "")
         ),
         "decode": ("calibrated", cal.source if cal else ""),
-        "breaking": ("calibrated", "the runtime's scheduler simulated request by request over the "
-                     "calibrated step model (benchmarks/serving-report.txt)"),
-        "charts": ("calibrated", "the runtime's scheduler simulated request by request over the "
-                   "calibrated step model"),
+        "breaking": (
+            "calibrated",
+            "the runtime's scheduler simulated request by request over the "
+            "calibrated step model (benchmarks/serving-report.txt)",
+        ),
+        "charts": (
+            "calibrated",
+            "the runtime's scheduler simulated request by request over the calibrated step model",
+        ),
     }
 
 
@@ -116,13 +119,15 @@ def arithmetic(row: ResultRow, n: Names, heuristic_mib: float) -> list[tuple[str
     kv_label = "exact" if row.kv_basis == "exact" else f"{heuristic_mib:g} MiB/B heuristic"
     capped = row.kv_bytes_per_request != row.kv_bytes_per_token * row.context
     budget = f"floor({gib(row.kv_budget_bytes)} / {gib(row.kv_bytes_per_request)})"
+    if row.kv_budget_bytes < 0:
+        budget = "no KV budget"  # not a floor of a negative size
     return [
         ("weights", f"{params_b(row.total_params)} × {n.bits:g} bits / 8", gib(row.weights_bytes)),
         (
             "KV budget",
             f"{gib(row.usable_memory_bytes)} − {gib(row.weights_bytes)} − "
             f"{gib(row.overhead_bytes)} (overhead)",
-            gib(row.kv_budget_bytes),
+            text.room(row.kv_budget_bytes),
         ),
         (
             "KV / request",
@@ -147,6 +152,7 @@ class Limits:
     output_tokens: int
     min_usable_tokens_per_s: float
     min_stream_tokens_per_s: float
+    probe_requests: int = 300
 
     @classmethod
     def of(cls, cat: Catalog) -> Limits:
@@ -154,9 +160,18 @@ class Limits:
         s = cat.settings
         floor = cat.calibration["min_stream_tokens_per_s"].value
         slo = s.p99_slo_ms or s.ttft_budget_ms + 1000.0 * s.output_tokens / floor
-        return cls(float(s.ttft_budget_ms), float(slo), s.availability, s.soak_utilization,
-                   float(s.soak_seconds), s.prompt_tokens, s.output_tokens,
-                   s.min_usable_tokens_per_s, floor)
+        return cls(
+            float(s.ttft_budget_ms),
+            float(slo),
+            s.availability,
+            s.soak_utilization,
+            float(s.soak_seconds),
+            s.prompt_tokens,
+            s.output_tokens,
+            s.min_usable_tokens_per_s,
+            floor,
+            s.probe_requests,
+        )
 
 
 RULE_KEYS = {
@@ -181,36 +196,58 @@ def breaking_points(row: ResultRow, lim: Limits) -> list[dict[str, Any]]:
     """
     seconds = text.seconds
     points = (
-        ("saturation_rps", "Saturation (closed loop)",
-         "the most requests per second the server completes, every slot of the profile busy"),
-        ("shed_onset_rps", "The queue starts shedding",
-         f"more than {text.share(1 - lim.availability)} of requests lost: the error budget"),
-        ("ttft_break_rps", f"TTFT breaks {seconds(lim.ttft_budget_ms / 1000)}",
-         "the 99th percentile of time to first token crosses the budget"),
-        ("p99_break_rps", f"p99 breaks the {seconds(lim.p99_slo_ms / 1000)} SLO",
-         "the 99th percentile of end-to-end latency crosses the SLO"),
-        ("soak_break_rps", "The soak fails",
-         f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
-         f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), "
-         "or more offered than the saturation rate: the queue would grow without bound"),
+        (
+            "saturation_rps",
+            "Saturation (closed loop)",
+            "the most requests per second the server completes, every slot of the profile busy",
+        ),
+        (
+            "shed_onset_rps",
+            "The queue starts shedding",
+            f"more than {text.share(1 - lim.availability)} of requests lost: the error budget",
+        ),
+        (
+            "ttft_break_rps",
+            f"TTFT breaks {seconds(lim.ttft_budget_ms / 1000)}",
+            "the 99th percentile of time to first token crosses the budget",
+        ),
+        (
+            "p99_break_rps",
+            f"p99 breaks the {seconds(lim.p99_slo_ms / 1000)} SLO",
+            "the 99th percentile of end-to-end latency crosses the SLO",
+        ),
+        (
+            "soak_break_rps",
+            "The soak fails",
+            f"the rationed resource {text.share(lim.soak_utilization)} or more occupied "
+            f"over the measured window ({seconds(lim.soak_s)}, shorter at high rates), "
+            "or more offered than the saturation rate: the queue would grow without bound",
+        ),
     )
     out = []
     pct = row.serving_band_pct or 0
     for key, label, meaning in points:
         value = getattr(row, key)
-        out.append({
-            "key": key, "label": label, "meaning": meaning, "value": value,
-            "low": None if value is None else value * (1 - pct / 100),
-            "high": None if value is None else value * (1 + pct / 100),
-            "headline": RULE_KEYS.get(row.breaking_rule or "") == key,
-        })
+        out.append(
+            {
+                "key": key,
+                "label": label,
+                "meaning": meaning,
+                "value": value,
+                "low": None if value is None else value * (1 - pct / 100),
+                "high": None if value is None else value * (1 + pct / 100),
+                "headline": RULE_KEYS.get(row.breaking_rule or "") == key,
+            }
+        )
     return out
 
 
 def profile(lim: Limits) -> str:
     """The request profile in words."""
-    return (f"every request sends {lim.prompt_tokens:,} prompt tokens and asks for "
-            f"{lim.output_tokens:,} output tokens")
+    return (
+        f"every request sends {lim.prompt_tokens:,} prompt tokens and asks for "
+        f"{lim.output_tokens:,} output tokens"
+    )
 
 
 def concurrency_rows(c: Curves | None) -> list[dict[str, Any]]:
@@ -218,11 +255,25 @@ def concurrency_rows(c: Curves | None) -> list[dict[str, Any]]:
     if c is None or not c.users:
         return []
     return [
-        {"users": u, "ttft_ms": ttft, "tpot_ms": tpot, "per_user": per, "total": total,
-         "rps": rps, "running": run}
+        {
+            "users": u,
+            "ttft_ms": ttft,
+            "tpot_ms": tpot,
+            "per_user": per,
+            "total": total,
+            "rps": rps,
+            "running": run,
+        }
         for u, ttft, tpot, per, total, rps, run in zip(
-            c.users, c.table_ttft_ms, c.table_tpot_ms, c.table_tokens_per_user,
-            c.table_output_tps, c.table_requests_per_s, c.table_running, strict=True)
+            c.users,
+            c.table_ttft_ms,
+            c.table_tpot_ms,
+            c.table_tokens_per_user,
+            c.table_output_tps,
+            c.table_requests_per_s,
+            c.table_running,
+            strict=True,
+        )
     ]
 
 
@@ -282,6 +333,7 @@ def config_context(
     """
     n = names(cat, row)
     root = rel_root(row.permalink)
+    heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value
     return {
         "row": row,
         "names": n,
@@ -292,7 +344,8 @@ def config_context(
         "json_url": f"{root}api/configs/{row.config_id}.json",
         "badge_url": "badge.svg",
         "permalink": row.permalink,
-        "arithmetic": arithmetic(row, n, cat.calibration["kv_heuristic_mib_per_billion"].value),
+        "arithmetic": arithmetic(row, n, heuristic),
+        "kv_heuristic": f"{heuristic:g}",
         "breaks": breaking_points(row, lim),
         "limits": lim,
         "profile": profile(lim),

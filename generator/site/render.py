@@ -1,52 +1,60 @@
 """The Jinja environment and the display filters every template shares.
 
 Strict by construction: autoescaped, ``StrictUndefined`` (a missing value is an
-error, not an empty cell), and catalog strings headed for Markdown go through the
-named ``md_escape`` filter.
+error, not an empty cell), and in a Markdown template (``*.md.j2``) every value
+that is not already markup goes through :func:`~generator.site.escape.md_text`
+on its way out (``finalize``): a catalog string cannot reach a Markdown page
+unescaped because a template forgot a filter. HTML templates get Jinja's
+autoescape. The few filters that return markup (links, sources, front-matter
+scalars, JSON) build it from escaped parts themselves.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup, escape
-
 from backpressure.generator.paths import TEMPLATES
 from backpressure.generator.records import context_label
+from backpressure.generator.site.escape import (
+    commonmark_text,
+    http_url,
+    md_link,
+    md_text,
+    site_path,
+    source_md,
+)
 from backpressure.generator.text import band, gib, params_b, rps, tokens
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
+from jinja2.runtime import Context
+from markupsafe import Markup, escape
 
-
-# Characters Markdown gives a meaning to; a backslash makes each literal.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+MARKDOWN_SUFFIX = ".md.j2"
 
 
 def md_escape(value: object) -> Markup:
-    """A catalog string made safe for Markdown text: HTML-escaped, then Markdown-escaped."""
-    return Markup(_MD_SPECIAL.sub(r"\\\1", str(escape(str(value)))))
-
-
-_URL = re.compile(r"https?://[A-Za-z0-9._~:/?#@!$&*+,;=%-]+[A-Za-z0-9/#=_-]")
-
-
-def source_md(value: object) -> Markup:
-    """A source string for Markdown: text escaped, each URL made an autolink."""
-    text = str(value)
-    out, pos = [], 0
-    for m in _URL.finditer(text):
-        out.append(md_escape(text[pos : m.start()]))
-        out.append(Markup("<{}>").format(m.group(0)))
-        pos = m.end()
-    out.append(md_escape(text[pos:]))
-    return Markup("").join(out)
+    """A catalog string made safe for a Markdown page (see :func:`md_text`)."""
+    return md_text(value)
 
 
 def yaml_str(value: object) -> Markup:
-    """An HTML-escaped string as a double-quoted YAML (JSON) scalar, for front matter."""
-    return Markup(json.dumps(str(escape(str(value))), ensure_ascii=False))
+    """An HTML-escaped string as a double-quoted YAML scalar, for front matter.
+
+    mkdocs prints a page title into the chrome as it is, so the title is
+    HTML-escaped first. Anything YAML would not read back as written (quotes,
+    backslashes, line breaks, characters that are not printable) is escaped.
+    """
+    out = []
+    for ch in str(escape(str(value))):
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or unicodedata.category(ch)[0] in "CZ":
+            out.append(" " if ch == " " else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return Markup('"' + "".join(out) + '"')
 
 
 def to_json(value: Any) -> Markup:
@@ -60,9 +68,21 @@ def to_json(value: Any) -> Markup:
     return Markup(text)
 
 
+@pass_context
+def _finalize(context: Context, value: Any) -> Any:
+    """Every plain value printed by a Markdown template leaves through ``md_text``."""
+    if isinstance(value, Markup) or not (context.name or "").endswith(MARKDOWN_SUFFIX):
+        return value
+    return md_text(value)
+
+
 FILTERS = {
     "md_escape": md_escape,
     "source_md": source_md,
+    "md_link": md_link,
+    "http_url": http_url,
+    "path": site_path,
+    "commonmark": commonmark_text,
     "yaml_str": yaml_str,
     "gib": gib,
     "rps": rps,
@@ -83,6 +103,7 @@ def make_env(templates: Path = TEMPLATES) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_finalize,
     )
     env.filters.update(FILTERS)
     return env

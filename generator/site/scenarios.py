@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from backpressure.catalog.scenario import PARTS_DIR
 from backpressure.engine.sim.model import TICK_S
 from backpressure.generator.keys import SCENARIO_MODULE, code_digest, digest, files_digest
+from backpressure.generator.site import gate
 from backpressure.generator.site.chart_pack import pack
 from backpressure.generator.site.svg import sketch
 
@@ -110,6 +111,9 @@ def _context(loaded: LoadedScenario, capacity: Capacity) -> dict[str, Any]:
     at = swept.breaking_rps or sc.load.level_rps
     result = run(build_spec(loaded, rps=at, capacity=capacity), sc.seed)
     health = _per_second(tick_rows(result))
+    gate.check_data(
+        f"scenario {sc.id}: chart data", {"breaking_rps": swept.breaking_rps, "health": health}
+    )
     return {
         "breaking_rps": swept.breaking_rps,
         "bottleneck": swept.bottleneck,

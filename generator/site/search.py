@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backpressure.generator.site.publish.assemble import SiteError
 from backpressure.generator.keys import digest, json_digest, package_versions
+from backpressure.generator.site.pagefind_feed import FeedError, index_pages
+from backpressure.generator.site.publish.assemble import SiteError
 
 if TYPE_CHECKING:
     from backpressure.generator.site.publish.tree import Tree
@@ -29,27 +29,36 @@ CONFIG_DIR = "pagefind-configs"  # the config pages, merged into searches by sea
 CONFIG_GLOB = "gpu/*/*/*/*/index.html"  # gpu/<device>/<model>/<quant>/<context>/
 OTHER_GLOB = "{*.html,*/index.html,*/*/index.html}"  # the rest, two folders deep at most
 BODY, IGNORE = b"data-pagefind-body", b"data-pagefind-ignore"
+FEED = "sorted files through the Python API"  # how bundles are made: part of their key
 
 
-def index(site_dir: Path, output: Path | None = None, glob: str | None = None) -> None:
-    """Index the pages of ``site_dir`` (those ``glob`` matches) that carry ``data-pagefind-body``.
+def index(site_dir: Path, pages: list[str], output: Path) -> None:
+    """Index ``pages`` (site-relative, fed in sorted order) into a Pagefind bundle at ``output``.
 
-    The bundle goes to ``site_dir/pagefind``, or to ``output`` if given.
+    Pagefind's own directory walk meets files in the order the filesystem lists
+    them (ext4 and tmpfs differ), and its index depends on that order; fed one by
+    one, sorted (generator/site/pagefind_feed.py), the bundle is the same
+    wherever the site is built.
     """
-    cmd = [sys.executable, "-m", "pagefind", "--site", str(site_dir), "--silent"]
-    if output is not None:
-        cmd += ["--output-path", str(output.resolve())]
-    if glob is not None:
-        cmd += ["--glob", glob]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise SiteError(f"cannot run pagefind: {exc}") from exc
-    if done.returncode != 0:
-        detail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise SiteError("pagefind failed: " + " / ".join(detail or ["no output"]))
-    if not ((output or site_dir / DIR) / "pagefind.js").is_file():
+        index_pages(site_dir, pages, output)
+    except (OSError, FeedError) as exc:
+        raise SiteError(f"pagefind failed: {exc}") from exc
+    if not (output / "pagefind.js").is_file():
         raise SiteError("pagefind wrote no index")
+
+
+def _searchable(site_dir: Path, rel: str) -> bool:
+    """A page Pagefind would index: it marks its searchable part (``data-pagefind-body``)."""
+    return BODY in (site_dir / rel).read_bytes()
+
+
+def is_other(rel: str) -> bool:
+    """Whether ``rel`` is a page of the other bundle (what :data:`OTHER_GLOB` matches)."""
+    parts = rel.split("/")
+    if len(parts) == 1:
+        return rel.endswith(".html")
+    return len(parts) <= 3 and parts[-1] == "index.html"
 
 
 def is_config(rel: str) -> bool:
@@ -82,10 +91,10 @@ def place_index(tree: Tree) -> None:
         (rel, src.rpartition("/")[2]) for rel, src in tree.wanted.items() if rel.endswith(".html")
     )
     others = [p for p in pages if not is_config(p[0])]
-    _place(tree, DIR, OTHER_GLOB, digest(OTHER_GLOB, json_digest(others), versions))
+    _place(tree, DIR, is_other, digest(OTHER_GLOB, FEED, json_digest(others), versions))
     configs = [p for p in pages if is_config(p[0])]
     texts = _texts_digest(tree, configs)
-    _place(tree, CONFIG_DIR, CONFIG_GLOB, digest(CONFIG_GLOB, texts, versions))
+    _place(tree, CONFIG_DIR, is_config, digest(CONFIG_GLOB, FEED, texts, versions))
 
 
 def _texts_digest(tree: Tree, configs: list[tuple[str, str]]) -> str:
@@ -106,7 +115,7 @@ def _texts_digest(tree: Tree, configs: list[tuple[str, str]]) -> str:
     return texts.hexdigest()
 
 
-def _place(tree: Tree, folder: str, glob: str, key: str) -> None:
+def _place(tree: Tree, folder: str, which: Callable[[str], bool], key: str) -> None:
     """One bundle into ``folder``: recalled under ``key``, or indexed anew and stored."""
     cache = tree.cache
     listed = cache.doc("pagefind", key) or []
@@ -116,8 +125,13 @@ def _place(tree: Tree, folder: str, glob: str, key: str) -> None:
             tree.place(f"{folder}/{rel}", path)
         return
     out = cache.scratch / folder
+    pages = [
+        rel
+        for rel in sorted(tree.wanted)
+        if rel.endswith(".html") and which(rel) and _searchable(tree.root, rel)
+    ]
     try:
-        index(tree.root, out, glob)
+        index(tree.root, pages, out)
         made = tree.take(out, folder)
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -51,8 +51,11 @@ def _series(
 def _outline(points: list[tuple[float, float]]) -> list[tuple[int, int]]:
     """Whole-pixel points, without the inner points of a flat stretch (they draw nothing)."""
     px = [(round(a), round(b)) for a, b in points]
-    return [p for i, p in enumerate(px)
-            if i in (0, len(px) - 1) or not px[i - 1][1] == p[1] == px[i + 1][1]]
+    return [
+        p
+        for i, p in enumerate(px)
+        if i in (0, len(px) - 1) or not px[i - 1][1] == p[1] == px[i + 1][1]
+    ]
 
 
 def sketch(
@@ -112,8 +115,15 @@ def fallbacks(datasets: dict[str, Any]) -> dict[str, str]:
         )
     if "tradeoff" in datasets:
         rows = [{**r, "series": "throughput"} for r in datasets["tradeoff"]["tradeoff"]]
-        out["tradeoff"] = sketch(rows, "series", "per_user", "total", True, True,
-                                 "total throughput against tokens/s per user")
+        out["tradeoff"] = sketch(
+            rows,
+            "series",
+            "per_user",
+            "total",
+            True,
+            True,
+            "total throughput against tokens/s per user",
+        )
     if "timeline" in datasets:
         out["timeline"] = sketch(
             datasets["timeline"]["timeline"],

@@ -35,7 +35,7 @@ def enumerate_combos(cat: Catalog) -> list[Combo]:
     a quant no runtime serves there, or a context above the model's maximum, is skipped.
     """
     kv = cat.settings.default_kv_dtype
-    combos = []
+    combos: list[Combo] = []
     for device_id in cat.devices():
         kind = resolve.device_for(cat, device_id).memory_kind
         generation = resolve.gpu_entry(cat, device_id).generation

@@ -67,6 +67,9 @@ def evaluate_many(
                 memo[skey] = simulate(srv, settings, skey)
             serving = memo[skey]
         band = serving_band(cat, cfg, cap)
+        b = serving.breaking if serving is not None else None
+        if b is not None and b.rate is not None and b.rule is not None:
+            band = resolve.breaking_band(cat, band, b.rule)
         out.append(
             (_row(cat, combo, key, cap, serving, band, settings), curves_of(combo.id, serving))
         )

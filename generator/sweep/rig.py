@@ -54,6 +54,8 @@ class LoadSettings:
     soak_utilization: float
     soak_s: float
     measure_requests: int
+    probe_requests: int
+    probe_bracket: float
     min_measure_s: float
     warmup_s: float
     lowest_fraction: float
@@ -81,6 +83,8 @@ class LoadSettings:
             s.soak_utilization,
             s.soak_seconds,
             s.measure_requests,
+            s.probe_requests,
+            s.probe_bracket,
             s.min_measure_seconds,
             s.warmup_seconds,
             s.load_min_fraction,
@@ -107,14 +111,16 @@ class LoadSettings:
     def search(self) -> Search:
         """How the breaking rate is searched for, and how long a run lasts."""
         return Search(
-            self.measure_requests,
-            self.min_measure_s,
-            self.warmup_s,
-            min(5.0, self.warmup_s),
-            self.lowest_fraction,
-            self.tolerance,
-            self.max_raise,
-            self.max_users,
+            measure_requests=self.measure_requests,
+            probe_requests=self.probe_requests,
+            probe_bracket=self.probe_bracket,
+            min_measure_s=self.min_measure_s,
+            warmup_s=self.warmup_s,
+            min_warmup_s=min(5.0, self.warmup_s),
+            lowest_fraction=self.lowest_fraction,
+            tolerance=self.tolerance,
+            max_raise=self.max_raise,
+            max_users=self.max_users,
         )
 
 
@@ -230,22 +236,34 @@ def simulate(srv: Server, s: LoadSettings, key: str) -> Serving:
 def _curve(
     srv: Server, s: LoadSettings, b: Breaking, sat: float, times: Epochs
 ) -> tuple[Verdict, ...]:
-    """The search's runs plus a few below the break, for the latency-against-load chart."""
+    """The search's runs plus a few below the break, for the latency-against-load chart.
+
+    A curve fraction whose rate the search already ran near (within the probe
+    bracket's factor) adds no run.
+    """
     anchor = b.rate if b.rate is not None else sat
     runs = {v.rate: v for v in b.runs}
     search, limits = s.search(), s.limits()
+    near = search.probe_bracket**0.5
     for f in s.curve_fractions:
         rate = anchor * f
-        if rate not in runs:
+        if not any(rate / near <= r <= rate * near for r in runs):
+            # a chart point: probe-length, its verdict says how many it measured
+            window = search.window(rate, search.probe_requests)
             runs[rate] = open_loop(
-                srv, times, rate, s.prompt_tokens, s.output_tokens, limits, search.window(rate), sat
+                srv, times, rate, s.prompt_tokens, s.output_tokens, limits, window, sat
             )
     return tuple(runs[r] for r in sorted(runs))
 
 
 def _timeline(srv: Server, s: LoadSettings, rate: float, times: Epochs) -> Timeline:
-    """The run at ``rate``, second by second (thinned to :data:`TIMELINE_POINTS`)."""
-    duration = s.search().window(rate)[1]
+    """A probe-length run at ``rate``, second by second (thinned to :data:`TIMELINE_POINTS`).
+
+    A chart of how the break sets in, so a probe's arrivals suffice; the
+    verdicts come from the search's full runs.
+    """
+    search = s.search()
+    duration = search.window(rate, search.probe_requests)[1]
     unit = times.until(duration * rate)
     arrival = unit[: np.searchsorted(unit, duration * rate)] / rate
     n = arrival.size

@@ -3,15 +3,20 @@
 Two phases (compute, then write): enumerate combinations, reuse every row whose
 inputs are unchanged since the last sweep in the same output directory, cost and
 load-sweep the rest (optionally in several processes), then write
-``results.csv``, ``curves.jsonl`` and ``inputs.json`` canonically.
+``results.csv``, ``curves.jsonl`` and ``inputs.json`` canonically, as one unit
+(generator/manifest.py: a previous sweep is reused only if all three match).
 """
 
 from __future__ import annotations
 
 import csv
+import ctypes
 import io
 import json
+import logging
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.generator import manifest
 from backpressure.generator.keys import InputKeys
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.results_io import (
@@ -35,6 +41,7 @@ from backpressure.generator.sweep.evaluate import evaluate_many
 from backpressure.generator.sweep.rig import Serving, warm_up
 
 INPUTS = "inputs.json"
+log = logging.getLogger("backpressure")
 Progress = Callable[[int, int], None]
 PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker processes for
 # Combos per task: several shared tick loops' worth of fitting configs (a loop
@@ -42,6 +49,7 @@ PARALLEL_MIN = 256  # fewer configs than this are not worth starting worker proc
 BATCH = 512
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 _WORKER_CAT: Catalog | None = None
 # Simulations by content key, kept batch after batch: a vLLM config's server does
 # not depend on its context, and combos arrive sorted, so its contexts meet here.
@@ -65,8 +73,21 @@ def _swept(row: ResultRow, curves: Curves) -> Swept:
     return Swept(row.config_id, row.fits, results_csv([row])[len(_HEADER) :], curves_line(curves))
 
 
-def _init_worker(catalog_dir: str | None) -> None:
+def _die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills this worker when the build that started it dies.
+
+    A killed build would otherwise leave its workers waiting for work forever.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
+
+
+def _init_worker(catalog_dir: str | None, parent: int) -> None:
     global _WORKER_CAT  # one catalog per worker process, loaded once
+    _die_with_parent(parent)
     _WORKER_CAT = load_catalog(Path(catalog_dir) if catalog_dir else None)
 
 
@@ -100,7 +121,9 @@ def compute(
     warm_up()  # compile once here; forked workers inherit the machine code
     _WORKER_MEMO.clear()
     with ProcessPoolExecutor(
-        jobs, initializer=_init_worker, initargs=(str(catalog_dir) if catalog_dir else None,)
+        jobs,
+        initializer=_init_worker,
+        initargs=(str(catalog_dir) if catalog_dir else None, os.getpid()),
     ) as pool:
         for result in pool.map(_work, batches):
             out.extend(result)
@@ -121,20 +144,27 @@ class _Previous:
 def _previous(out_dir: Path) -> _Previous:
     empty = _Previous({}, {}, {})
     try:
-        keys = json.loads((out_dir / INPUTS).read_text(encoding="utf-8"))
-        with (out_dir / RESULTS).open(newline="", encoding="utf-8") as fh:
-            reader = csv.reader(fh)
-            if next(reader) != FIELDS:
-                return empty  # another table layout: compute everything
-            rows = {cells[0]: cells for cells in reader}
+        # The three files as one unit, each checked against the manifest written last.
+        files = manifest.read(out_dir, (RESULTS, CURVES, INPUTS))
+    except manifest.Damaged as exc:
+        if any((out_dir / name).exists() for name in (RESULTS, CURVES, INPUTS)):
+            log.warning("%s; recomputing every config", exc)
+        return empty
+    try:
+        keys = json.loads(files[INPUTS].decode("utf-8"))
+        reader = csv.reader(io.StringIO(files[RESULTS].decode("utf-8"), newline=""))
+        if next(reader) != FIELDS:
+            return empty  # another table layout: compute everything
+        rows = {cells[0]: cells for cells in reader}
         curves = {}
-        with (out_dir / CURVES).open(encoding="utf-8") as fh:
-            for line in fh:
-                if not line.startswith(CURVES_HEAD):
-                    return empty  # not as this version writes: compute everything
-                curves[line_config_id(line)] = line
-    except (OSError, ValueError, TypeError, StopIteration):
+        for line in files[CURVES].decode("utf-8").splitlines(keepends=True):
+            if not line.startswith(CURVES_HEAD):
+                return empty  # not as this version writes: compute everything
+            curves[line_config_id(line)] = line
+    except (ValueError, TypeError, StopIteration, IndexError):
         return empty  # no usable previous sweep: compute everything
+    if not isinstance(keys, dict):
+        return empty
     return _Previous(keys, rows, curves)
 
 
@@ -146,14 +176,6 @@ class SweepStats:
     computed: int
     reused: int
     fitting: int
-
-
-def _write_if_changed(path: Path, text: str) -> None:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _csv_line(cells: list[str]) -> str:
@@ -194,11 +216,15 @@ def run_sweep(
     for done in compute(cat, todo, max(1, jobs), progress, catalog_dir):
         rows[done.config_id], curves[done.config_id] = done.row_line, done.curves_line
         fitting += done.fits
-    out_dir.mkdir(parents=True, exist_ok=True)
     order = sorted(rows)
-    _write_if_changed(out_dir / RESULTS, _HEADER + "".join(rows[cid] for cid in order))
-    _write_if_changed(out_dir / CURVES, "".join(curves[cid] for cid in order))
-    _write_if_changed(out_dir / INPUTS, json.dumps(new_keys, sort_keys=True, indent=0) + "\n")
+    manifest.commit(
+        out_dir,
+        {
+            RESULTS: _HEADER + "".join(rows[cid] for cid in order),
+            CURVES: "".join(curves[cid] for cid in order),
+            INPUTS: json.dumps(new_keys, sort_keys=True, indent=0) + "\n",
+        },
+    )
     return SweepStats(len(combos), len(todo), len(combos) - len(todo), fitting)
 
 

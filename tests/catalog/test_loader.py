@@ -77,7 +77,7 @@ def test_unknown_field_names_entry_and_field(tmp_catalog):
 @pytest.mark.parametrize(
     ("field", "value", "expect"),
     [
-        ("memory_bytes", "0", "greater than 0"),
+        ("memory_bytes", "0", "greater than or equal to"),
         ("bandwidth_bytes_per_s", "1_000_000_000_000_000_000", "less than or equal"),
     ],
 )

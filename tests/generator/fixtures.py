@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.generator import resolve
+from backpressure.generator import manifest, resolve
 from backpressure.generator.keys import InputKeys
 from backpressure.generator.records import Curves, ResultRow
 from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
@@ -71,9 +71,7 @@ def write_fixture(
     """Write ``results.csv`` and ``curves.jsonl`` for ``combos`` into ``out_dir``."""
     pairs = evaluated(combos, cat)
     rows = [row for row, _ in pairs]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / RESULTS).write_text(results_csv(rows), encoding="utf-8")
-    (out_dir / CURVES).write_text(curves_jsonl(c for _, c in pairs), encoding="utf-8")
+    write_sweep(out_dir, rows, [c for _, c in pairs])
     return rows
 
 
@@ -82,6 +80,11 @@ def curves_for(
 ) -> dict[str, Curves]:
     """Curves of ``combos`` by config id."""
     return {c.config_id: c for _, c in evaluated(combos, cat)}
+
+
+def write_sweep(out_dir: Path, rows: Iterable[ResultRow], curves: Iterable[Curves]) -> None:
+    """Write a sweep's tables as the sweep does: one unit, with its manifest."""
+    manifest.commit(out_dir, {RESULTS: results_csv(rows), CURVES: curves_jsonl(curves)})
 
 
 def all_combos(cat: Catalog, limit: int | None = None) -> Iterator[tuple[str, str, str, int]]:

@@ -20,3 +20,14 @@ def test_every_flag_is_in_the_cli_docs(name):
             flag = max(param.opts, key=len)
             if flag != "--help":
                 assert flag in text, f"{name} {flag} is not documented in docs/cli.md"
+
+
+def test_the_cli_reference_is_the_help_text_exactly():
+    # docs/cli.md's flag lists are generated from --help (make cli-docs): defaults
+    # and ranges included, compared byte for byte.
+    from backpressure.generator.cli import reference
+
+    doc = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert reference.documented(doc) == list(cli.commands)
+    assert reference.render(doc) == doc, "docs/cli.md is stale: run make cli-docs"
+    assert "[default: site]" in doc  # a default, as --help prints it

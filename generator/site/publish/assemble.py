@@ -14,16 +14,19 @@ import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 
 from markupsafe import escape
 
 SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+# Every site tree a build makes holds this file at its root (generator/site/publish/guard.py).
+SITE_MARKER = ".backpressure-site"
 TITLE_MARK = "BP-SHELL-TITLE"
 DESC_MARK = "BP-SHELL-DESCRIPTION"
 BODY_MARK = "BP-SHELL-CONTENT"
 SHELL_DIR = "gpu/_shell"
-_LINK = re.compile(r'(?:href|src)="([^"#?]*)[^"]*"')
+_LINK = re.compile(r'(?:href|src)="([^"]*)"')
 _SCHEME = re.compile(r"^[a-z]+:")
 
 
@@ -33,6 +36,8 @@ class SiteError(Exception):
 
 def safe_rel(rel: str) -> str:
     """``rel`` if it is a plain relative path of safe segments, else SiteError."""
+    if rel == SITE_MARKER:
+        return rel
     parts = rel.split("/")
     if rel.startswith("/") or "\\" in rel or not all(SEGMENT.match(p) for p in parts if p):
         raise SiteError(f"refusing to write outside the site: {rel!r}")
@@ -194,10 +199,19 @@ def site_files(site_dir: Path) -> set[str]:
 
 
 def page_links(html: str) -> list[str]:
-    """The href/src targets of a page that point into the site (no schemes, no other hosts)."""
+    """The href/src targets of a page that point into the site (no schemes, no other hosts).
+
+    A target is read as the browser reads it: character references decoded,
+    then the query and fragment dropped.
+    """
+    targets = {_path_part(unescape(t)) for t in set(_LINK.findall(html))}
     return sorted(
-        t for t in set(_LINK.findall(html)) if t and not _SCHEME.match(t) and not t.startswith("//")
+        t for t in targets if t and not _SCHEME.match(t.lower()) and not t.startswith("//")
     )
+
+
+def _path_part(target: str) -> str:
+    return target.split("#", 1)[0].split("?", 1)[0]
 
 
 def broken_links(site_dir: Path, files: set[str], limit: int = 20) -> list[str]:

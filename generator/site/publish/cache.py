@@ -15,6 +15,13 @@
 Every entry is valid whatever state the published site is in: a key
 determines its bytes. An interrupted build leaves at most files nobody uses,
 which the next successful build prunes.
+
+Nothing is trusted by its name. A stored file is reused only after its bytes
+were hashed (once per build) and match its name; the index and every document
+carry the SHA-256 of their text on their first line. A file that does not
+match (truncated, edited, a flipped bit) is moved to the trash and its
+content made again; the build says how many on stderr (a warning on the
+``backpressure`` logger).
 """
 
 # The hot paths take plain string paths and os calls: a build touches some 90,000
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -36,7 +44,10 @@ from typing import Any
 from backpressure.generator.site.publish.assemble import SiteError
 
 # Bump when the layout changes: an older cache is then discarded whole.
-FORMAT = "3\n"
+FORMAT = "backpressure render cache 4\n"
+# What a cache directory holds; one holding anything else is not ours to discard.
+_LAYOUT = frozenset({"FORMAT", "index.json", "index.json.tmp", "files", "docs", "scratch", "trash"})
+log = logging.getLogger("backpressure")
 CONFIG_PARTS = ("html", "svg", "json")
 _INDEX = "index.json"
 _REMOVER = "import shutil, sys\nfor p in sys.argv[1:]:\n    shutil.rmtree(p, ignore_errors=True)"
@@ -62,14 +73,9 @@ class RenderCache:
         self._inodes: dict[str, dict[str, int]] = {}
         self._index: dict[str, dict[str, Any]] | None = None
         self._fresh: dict[str, dict[str, Any]] = {}
-        marker = root / "FORMAT"
-        if marker.is_file() and marker.read_text(encoding="utf-8") != FORMAT:
-            shutil.rmtree(root)  # our own cache, in an older layout
-        elif not marker.is_file() and root.exists() and any(root.iterdir()):
-            raise SiteError(f"{root} exists but is not a render cache; move it away")
-        root.mkdir(parents=True, exist_ok=True)
-        if not marker.is_file():
-            marker.write_text(FORMAT, encoding="utf-8")
+        self._verified: set[str] = set()
+        self.damaged: list[str] = []
+        self._open(root)
         # Scratch space on the cache's filesystem, so its files can be linked in.
         # One build at a time per output directory (they would share <out>.tmp too).
         self.scratch = root / "scratch"
@@ -77,6 +83,25 @@ class RenderCache:
         self.trash = f"{self._root}/trash"
         self._discarded = 0
         self._shelve_trash()  # a failed build's, emptied with this one's
+
+    def _open(self, root: Path) -> None:
+        """Use ``root`` if it is absent, empty or a cache of this layout; wipe an older one."""
+        marker = root / "FORMAT"
+        if root.is_symlink() or (root.exists() and not root.is_dir()):
+            raise SiteError(f"{root} exists but is not a render cache; move it away")
+        if root.exists() and marker.is_file():
+            if _read_small(marker) == FORMAT.encode():
+                pass
+            elif _looks_like_cache(root):  # ours, in an older layout or with a damaged marker
+                log.warning("%s: an older or damaged render cache; starting it afresh", root)
+                shutil.rmtree(root)
+            else:
+                raise SiteError(f"{root} exists but is not a render cache; move it away")
+        elif root.exists() and any(root.iterdir()):
+            raise SiteError(f"{root} exists but is not a render cache; move it away")
+        root.mkdir(parents=True, exist_ok=True)
+        if not marker.is_file():
+            marker.write_text(FORMAT, encoding="utf-8")
 
     # -- config pages ----------------------------------------------------------
 
@@ -91,6 +116,8 @@ class RenderCache:
         if not all(self.inode(p) for p in paths.values()) or not isinstance(
             entry.get("links"), list
         ):
+            return None
+        if not all(self._intact(path) for path in paths.values()):
             return None
         self._fresh[key] = entry
         return paths, entry["links"]
@@ -107,16 +134,15 @@ class RenderCache:
     def save_index(self, everything: bool = False) -> None:
         """Record the configs this build used (``everything``: and all recorded before)."""
         index = {**self._entries(), **self._fresh} if everything else self._fresh
+        text = json.dumps(index, sort_keys=True, separators=(",", ":"))
         tmp = self.root / f"{_INDEX}.tmp"
-        tmp.write_text(json.dumps(index, sort_keys=True, separators=(",", ":")), encoding="utf-8")
+        tmp.write_bytes(_sealed(text.encode("utf-8")))
         tmp.replace(self.root / _INDEX)
 
     def _entries(self) -> dict[str, dict[str, Any]]:
         if self._index is None:
-            try:
-                index = json.loads((self.root / _INDEX).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                index = {}
+            path = self.root / _INDEX
+            index = self._unseal(str(path)) if path.exists() else {}
             self._index = index if isinstance(index, dict) else {}
         return self._index
 
@@ -125,34 +151,98 @@ class RenderCache:
     def blob(self, data: bytes) -> str:
         """The stored file holding ``data``."""
         path = self._path(hashlib.sha256(data).hexdigest())
-        return path if self.inode(path) else self._store(path, data)
+        if self.inode(path) and (path in self._verified or self._holds(path, data)):
+            return path
+        self._verified.add(path)
+        return self._store(path, data)
 
     def blob_from(self, src: Path) -> str:
         """The stored file with the bytes of ``src`` (hard-linked from it when new)."""
-        path = self._path(hashlib.sha256(src.read_bytes()).hexdigest())
-        if self.inode(path):
+        data = src.read_bytes()
+        path = self._path(hashlib.sha256(data).hexdigest())
+        if self.inode(path) and (path in self._verified or self._holds(path, data)):
             return path
         src.chmod(0o444)
+        self._verified.add(path)
         return self._commit(str(src), path, link=True)
 
     def stored(self, sha: str) -> str | None:
-        """The stored file of this content hash, if it is there."""
+        """The stored file of this content hash, if it is there and its bytes match."""
         path = self._path(sha)
-        return path if self.inode(path) else None
+        return path if self.inode(path) and self._intact(path) else None
+
+    # -- checks ---------------------------------------------------------------
+
+    def _holds(self, path: str, data: bytes) -> bool:
+        """Whether the stored file at ``path`` has exactly ``data``; a damaged one is discarded."""
+        if _read_small(path, len(data) + 1) == data:
+            self._verified.add(path)
+            return True
+        self._damaged(path, "bytes do not match their hash")
+        return False
+
+    def _intact(self, path: str) -> bool:
+        """Whether the stored file's bytes hash to its name; a damaged one is discarded."""
+        if path in self._verified:
+            return True
+        h = hashlib.sha256()
+        try:
+            with open(path, "rb") as fh:  # noqa: PTH123 - a plain path string on the hot path
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        except OSError:
+            pass
+        if h.hexdigest() == path.rpartition("/")[2]:
+            self._verified.add(path)
+            return True
+        self._damaged(path, "bytes do not match their hash")
+        return False
+
+    def _damaged(self, path: str, why: str) -> None:
+        self.damaged.append(f"{path.removeprefix(self._root + '/')}: {why}")
+        folder, _, name = path.rpartition("/")
+        self._table(folder).pop(name, None)
+        self._verified.discard(path)
+        if os.path.lexists(path):
+            self.discard(path)
+
+    def _unseal(self, path: str) -> Any:
+        """A sealed JSON document's content, or None (said, and discarded) if it is damaged."""
+        raw = _read_small(path)
+        head, _, body = raw.partition(b"\n")
+        if head != hashlib.sha256(body).hexdigest().encode():
+            self._damaged(path, "content does not match its hash")
+            return None
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            self._damaged(path, "not JSON")
+            return None
+
+    def report_damage(self) -> None:
+        """Say on stderr (the ``backpressure`` logger) what was found damaged and made again."""
+        if self.damaged:
+            log.warning(
+                "%s: %d damaged file(s) found and made again, e.g. %s",
+                self.root,
+                len(self.damaged),
+                "; ".join(self.damaged[:3]),
+            )
+            self.damaged.clear()
 
     # -- documents ------------------------------------------------------------
 
     def doc(self, kind: str, key: str) -> Any:
-        """A stored JSON document, or None."""
+        """A stored JSON document, or None (also when it is damaged: then it is made again)."""
         path = self._doc_path(kind, key)
         if not self.reuse or not self.inode(path):
             return None
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        return self._unseal(path)
 
     def put_doc(self, kind: str, key: str, obj: Any) -> None:
         """Store a JSON document (keys in insertion order: it must load as it was)."""
         path = self._doc_path(kind, key)
-        self._store(path, json.dumps(obj, ensure_ascii=False).encode("utf-8"))
+        self._store(path, _sealed(json.dumps(obj, ensure_ascii=False).encode("utf-8")))
 
     def _doc_path(self, kind: str, key: str) -> str:
         path = f"{self._root}/docs/{kind}-{key}.json"
@@ -262,6 +352,25 @@ class RenderCache:
         os.replace(src, path)
         table[name] = os.stat(path).st_ino
         return path
+
+
+def _sealed(body: bytes) -> bytes:
+    """A document with the SHA-256 of its body on the first line."""
+    return hashlib.sha256(body).hexdigest().encode() + b"\n" + body
+
+
+def _read_small(path: str | Path, limit: int = 1 << 30) -> bytes:
+    """A file's bytes (at most ``limit``), or b"" if it cannot be read."""
+    try:
+        with open(path, "rb") as fh:  # noqa: PTH123 - plain path strings on the hot path
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
+def _looks_like_cache(root: Path) -> bool:
+    """Whether every entry of ``root`` is one a render cache has."""
+    return all(p.name in _LAYOUT or p.name.startswith("trash-") for p in root.iterdir())
 
 
 def _entries(folder: str) -> list[str]:

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from backpressure.generator.site.publish.assemble import link_or_copy, safe_rel
+from backpressure.generator.site.publish.assemble import SITE_MARKER, link_or_copy, safe_rel
 from backpressure.generator.site.publish.cache import RenderCache
+from backpressure.generator.site.publish.guard import SITE_MARKER_TEXT, exchange, sibling
 
 
 def inodes(root: Path) -> tuple[dict[str, int], set[str]]:
@@ -168,30 +169,42 @@ def _same_bytes(a: Path, b: Path, chunk: int = 1 << 20) -> bool:
 
 
 def workspace(out: Path) -> Path:
-    """``<out>.tmp``: left from a failed build, or else the tree kept from the build before last."""
-    tmp, old = _sibling(out, "tmp"), _sibling(out, "old")
+    """``<out>.tmp``: left from a failed build, or else the tree kept from the build before last.
+
+    Only trees that carry the site marker get here (guard.check_outputs).
+    """
+    tmp, old = sibling(out, "tmp"), sibling(out, "old")
     if not tmp.exists() and old.is_dir():
         old.rename(tmp)
     return tmp
 
 
+def mark(tree: Tree) -> None:
+    """Put the site marker in the tree first, so that whatever happens next it is known as ours."""
+    tree.write(SITE_MARKER, SITE_MARKER_TEXT)
+
+
 def publish(tmp: Path, out: Path) -> None:
-    """Swap the validated build in; the site it replaces is kept as the next build's workspace."""
-    old = _sibling(out, "old")
+    """Swap the validated build in; the site it replaces is kept as the next build's workspace.
+
+    Where the system can, ``<out>`` and ``<out>.tmp`` are exchanged in one step,
+    so that ``<out>`` is the old site or the new one at every moment, even if
+    the build is killed here.
+    """
+    old = sibling(out, "old")
     shutil.rmtree(old, ignore_errors=True)
     if out.exists():
+        if exchange(tmp, out):
+            tmp.rename(old)  # the replaced site, now at <out>.tmp
+            return
         out.rename(old)
     tmp.rename(out)
 
 
 def shelve(tmp: Path, out: Path) -> None:
     """After a failure: keep the workspace for the next build, out of the way of ``<out>``."""
-    old = _sibling(out, "old")
+    old = sibling(out, "old")
     if tmp.exists() and not old.exists():
         tmp.rename(old)
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _sibling(out: Path, suffix: str) -> Path:
-    return out.with_name(f"{out.name}.{suffix}")

@@ -48,7 +48,9 @@
       var target = document.createElement("div");
       target.className = "bp-vega";
       box.appendChild(target);
-      window.vegaEmbed(target, spec, { actions: false, renderer: "svg" }).then(function () {
+      // ast: expressions are interpreted, never compiled with Function(): the pages'
+      // Content-Security-Policy allows no eval.
+      window.vegaEmbed(target, spec, { actions: false, renderer: "svg", ast: true }).then(function () {
         box.querySelectorAll(".bp-sketch").forEach(function (el) { el.remove(); });
         box.setAttribute("data-rendered", "svg");
       }).catch(function (err) {

@@ -244,3 +244,43 @@ def test_every_request_of_a_closed_loop_ends_and_nothing_leaks(
     assert np.all(run.first[done] >= run.arrival[done])
     assert np.all(run.finish[done] >= run.first[done])
     assert np.all(run.occupancy <= 1.0 + 1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    slots=st.integers(1, 24),
+    rate=st.floats(0.05, 4.0),
+    window=st.sampled_from([0, 512, 4096]),
+    host=st.sampled_from([0.0, 0.004]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_quiet_llama_cpp_stretches_sum_to_what_stepping_gives(slots, rate, window, host, seed):
+    # Memory-bound (weights), compute-bound (a slow card) and host-bound steps,
+    # with and without a sliding window: the closed-form sum of a quiet stretch
+    # must land every request where running each step does.
+    cost = replace(
+        COST,
+        window=window,
+        window_read_bytes_per_token=65536.0 if window else 0.0,
+        flops_per_s=4e12 if seed % 2 else 100e12,
+        step_overhead_s=host,
+    )
+    srv = llama(slots=slots, ctx=4096, cost=cost, depth=64, wait=30.0)
+    arrival = Epochs(seed).until(200 * rate)
+    arrival = arrival[: np.searchsorted(arrival, 200 * rate)] / rate
+    n = arrival.size
+    if n == 0:
+        return
+    prompt = np.full(n, 1024, np.int64)
+    output = (np.arange(n) % 7 + 1) * 37  # lengths that finish out of step
+    fast = serve(srv, arrival, prompt, output, seconds=200.0)
+    slow = serve(srv, arrival, prompt, output, seconds=200.0, step_by_step=True)
+    assert np.array_equal(fast.status, slow.status)
+    done = fast.status == kernel.DONE
+    assert np.allclose(fast.finish[done], slow.finish[done], rtol=1e-9, atol=0)
+    assert np.allclose(fast.first[done], slow.first[done], rtol=1e-9, atol=0)
+    assert fast.steps == slow.steps
+    assert fast.busy_s == pytest.approx(slow.busy_s, rel=1e-9)
+    assert fast.running_s == pytest.approx(slow.running_s, rel=1e-9)
+    assert np.allclose(fast.bound_s, slow.bound_s, rtol=1e-9, atol=1e-9)
+    assert np.allclose(fast.occupancy, slow.occupancy, rtol=1e-9, atol=1e-12)

@@ -8,6 +8,7 @@ import shutil
 import pytest
 from backpressure.catalog.loader import load_catalog
 from backpressure.generator.ci.diff import compare, markdown
+from backpressure.generator.ci.verify import config_id_of
 from backpressure.generator.cli.main import main
 from backpressure.generator.keys import InputKeys
 from backpressure.generator.results_io import read_results, row_json
@@ -39,13 +40,23 @@ def published(tmp_path_factory):
         CID,
         "/gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/",
         "https://example.org/x/gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/",
+        "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/index.html",
     ],
 )
-def test_verify_matches(published, capsys, target):
-    code = main(["verify", target, "--site", str(published)])
+def test_targets_name_their_config(target):
+    assert config_id_of(target) == CID
+
+
+def test_verify_matches_a_published_json(published, capsys):
+    code = main(["verify", str(published / "api" / "configs" / f"{CID}.json")])
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith(f"verified: {CID}")
+
+
+def test_a_site_without_an_index_is_exit_2(published, capsys):
+    assert main(["verify", CID, "--site", str(published)]) == 2
+    assert "not a published site" in capsys.readouterr().err
 
 
 def test_verify_catches_tampering(published, tmp_path, capsys):
@@ -64,7 +75,7 @@ def test_verify_catches_tampering(published, tmp_path, capsys):
 def test_verify_rejects_nonsense(capsys):
     code = main(["verify", "not-a-config"])
     assert code == 2
-    assert "neither a config id" in capsys.readouterr().err
+    assert "neither a site directory, a config id" in capsys.readouterr().err
 
 
 def test_diff_reports_a_moved_gpu(tmp_path, capsys):

@@ -24,17 +24,27 @@ def test_build_runs_the_sweep_when_no_results(tmp_path, cat, monkeypatch):
 
     calls = []
 
-    def fake_sweep(catalog_dir, out_dir, jobs=1):
+    def fake_sweep(catalog_dir, out_dir, jobs, progress=None):
         calls.append((catalog_dir, out_dir, jobs))
-        write_fixture(out_dir, cat=cat)
-        return out_dir / "results.csv"
+        rows = write_fixture(out_dir, cat=cat)
+        for done in range(len(rows) + 1):
+            progress(done, len(rows))
+        return run.SweepStats(len(rows), len(rows), 0, sum(r.fits for r in rows))
 
     monkeypatch.setattr(run, "run_sweep", fake_sweep)
+    monkeypatch.setattr(run, "default_jobs", lambda: 7)
     out = tmp_path / "site"
     res = CliRunner().invoke(build_command, ["--out", str(out), "--jobs", "2"])
     assert res.exit_code == 0, res.output
     assert calls == [(None, tmp_path / "site.sweep", 2)]
     assert (out / "api" / "configs.json").is_file()
+    # The sweep's progress goes to stderr (a line at the end at least, off a terminal).
+    assert "sweep: 11/11 configs" in res.stderr
+    assert "sweep: 11 configs" in res.stderr
+    # Without --jobs the sweep takes every core, as `backpressure sweep` does.
+    res = CliRunner().invoke(build_command, ["--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert calls[-1][2] == 7
 
 
 def test_build_failure_is_one_clear_error(tmp_path):
@@ -42,8 +52,11 @@ def test_build_failure_is_one_clear_error(tmp_path):
     res = CliRunner().invoke(
         build_command, ["--results", str(tmp_path / "empty"), "--out", str(tmp_path / "site")]
     )
-    assert res.exit_code == 1
-    assert "previous site" in res.output
+    assert res.exit_code == 2
+    lines = res.output.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("backpressure: error: ")
+    assert "previous site" in lines[0]
     assert not (tmp_path / "site").exists()
 
 

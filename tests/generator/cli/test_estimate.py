@@ -211,7 +211,7 @@ def test_context_over_model_maximum(capsys):
         ],
     )
     assert code == 2
-    assert "maximum of 4096" in err
+    assert "maximum of 'phi-3-mini-4k', 4,096 tokens" in err
 
 
 def test_catalog_json_lists(capsys):

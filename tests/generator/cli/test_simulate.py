@@ -77,7 +77,7 @@ def test_bad_scenario_prints_one_line_per_problem_and_exits_2(tmp_path):
     assert r.exit_code == 2
     lines = r.output.strip().splitlines()
     assert len(lines) == 2
-    assert all(line.startswith(f"error: {bad}: entry ") for line in lines)
+    assert all(line.startswith(f"backpressure: error: {bad}: entry ") for line in lines)
     assert "Traceback" not in r.output
 
 

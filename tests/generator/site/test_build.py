@@ -9,12 +9,19 @@ import re
 from pathlib import Path
 
 import pytest
-
-from backpressure.generator.site.publish import assemble
 from backpressure.generator.records import permalink
-from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, read_results, results_csv, row_json
+from backpressure.generator.results_io import (
+    CURVES,
+    RESULTS,
+    curves_jsonl,
+    read_results,
+    results_csv,
+    row_json,
+)
 from backpressure.generator.site.build import build_site
-from tests.generator.fixtures import _curves, make_rows, write_fixture
+from backpressure.generator.site.publish import assemble
+
+from tests.generator.fixtures import _curves, make_rows, write_fixture, write_sweep
 
 FIT = "rtx-4090--llama-3.1-8b--q4_k_m--8k"
 NOFIT = "rtx-4090--llama-3.3-70b--q4_k_m--8k"
@@ -153,8 +160,7 @@ def test_failed_build_leaves_old_site_intact(built, tmp_path, cat):
     evil = tmp_path / "evil"
     evil.mkdir()
     bad = [dataclasses.replace(rows[0], permalink="../../escaped/"), *rows[1:]]
-    (evil / RESULTS).write_text(results_csv(bad))
-    (evil / CURVES).write_text(curves_jsonl(_curves(r) for r in rows))
+    write_sweep(evil, bad, [_curves(r) for r in rows])
     with pytest.raises(assemble.SiteError, match="outside the site"):
         build_site(evil, out)
     assert (out / "index.html").read_bytes() == before
@@ -173,9 +179,7 @@ def test_writer_refuses_paths_that_escape(tmp_path, rel):
 def test_catalog_strings_are_escaped(tmp_path, cat):
     rows = make_rows([("rtx-4090", "llama-3.1-8b", "q4_k_m", 8192)], cat)
     hostile = dataclasses.replace(rows[0], verdict="<script>alert(1)</script> *x* [a](b)")
-    (tmp_path / "sweep").mkdir()
-    (tmp_path / "sweep" / RESULTS).write_text(results_csv([hostile]))
-    (tmp_path / "sweep" / CURVES).write_text(curves_jsonl([_curves(hostile)]))
+    write_sweep(tmp_path / "sweep", [hostile], [_curves(hostile)])
     build_site(tmp_path / "sweep", tmp_path / "site")
     html = (tmp_path / "site" / hostile.permalink / "index.html").read_text()
     assert "<script>alert(1)" not in html

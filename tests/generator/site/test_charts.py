@@ -6,11 +6,11 @@ import json
 
 import altair as alt
 import pytest
-
+from backpressure.catalog.loader import load_catalog
 from backpressure.generator.site import charts
 from backpressure.generator.site.chart_pack import pack, unpack
-from backpressure.catalog.loader import load_catalog
 from backpressure.generator.site.pages import Limits
+
 from tests.generator.fixtures import _curves, make_rows
 
 LIM = Limits.of(load_catalog())

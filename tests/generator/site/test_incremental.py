@@ -10,18 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.generator.site.publish import assemble
-from backpressure.generator import keys as site_keys
-from backpressure.generator.site import scenarios as site_scenarios, search as site_search
-from backpressure.generator.site.pages import nearest_fits, page_path
-from backpressure.generator.records import ResultRow
 from backpressure.generator.paths import TEMPLATES
-from backpressure.generator.results_io import CURVES, RESULTS, curves_jsonl, results_csv
+from backpressure.generator.records import ResultRow
+from backpressure.generator.site import scenarios as site_scenarios
+from backpressure.generator.site import search as site_search
 from backpressure.generator.site.build import BuildReport, build_site
+from backpressure.generator.site.pages import nearest_fits, page_path
+from backpressure.generator.site.publish import assemble
 from backpressure.generator.site.publish.cache import RenderCache
-from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture
+
+from tests.generator.fixtures import COMBOS, _curves, make_rows, write_fixture, write_sweep
 
 GPU = "rtx-4090"
 BANDWIDTH = "bandwidth_bytes_per_s: 1_008_000_000_000"
@@ -175,8 +174,12 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     assert f"gpu/{GPU}/index.html" in hubs  # the spec table shows the bandwidth
     assert scenario in hubs
     assert hubs <= allowed
-    for untouched in ("methodology/index.html", "gpu/h100-sxm/index.html",
-                      "scenario/app-postgres/index.html", "rig/data/gpu/h100-sxm.json"):
+    for untouched in (
+        "methodology/index.html",
+        "gpu/h100-sxm/index.html",
+        "scenario/app-postgres/index.html",
+        "rig/data/gpu/h100-sxm.json",
+    ):
         assert after[untouched] == before[untouched]
     assert f"rig/data/gpu/{GPU}.json" in changed  # the builder's data follows the catalog
 
@@ -216,17 +219,68 @@ def test_template_change_rerenders_every_config(project, tmp_path):
         assert "<!-- edited -->" in (project.out / r.permalink / "index.html").read_text()
 
 
-def test_an_edit_to_page_code_rerenders_every_config_and_nothing_else(project, monkeypatch):
-    # The config pages' code is derived from the imports of the module that
-    # renders them; chart_pack.py was once missing from a hand-kept list.
+def _edit_code(monkeypatch: pytest.MonkeyPatch, rel: str) -> None:
+    """Make every key see ``rel`` (a project source file) as edited."""
     from backpressure.generator import keys
 
     real = keys.read_bytes
-    edited = keys.ROOT / "generator" / "site" / "chart_pack.py"
-    monkeypatch.setattr(keys, "read_bytes",
-                        lambda p: real(p) + (b"# edited" if p == edited else b""))
+    edited = keys.ROOT / rel
+    assert edited.is_file()
+    monkeypatch.setattr(
+        keys, "read_bytes", lambda p: real(p) + (b"\n# edited\n" if p == edited else b"")
+    )
+
+
+def _count_runs(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[object]]:
+    """Scenario runs and mkdocs builds from here on (mkdocs runs when a hub page changed)."""
+    runs: list[str] = []
+    builds: list[object] = []
+    run, build = site_scenarios._context, assemble.mkdocs_build
+
+    def counting(loaded: Any, capacity: Any = None) -> dict[str, Any]:
+        runs.append(loaded.scenario.id)
+        return run(loaded, capacity)
+
+    def counted(*args: Path) -> None:
+        builds.append(args)
+        build(*args)
+
+    monkeypatch.setattr(site_scenarios, "_context", counting)
+    monkeypatch.setattr(assemble, "mkdocs_build", counted)
+    return runs, builds
+
+
+def test_an_edit_to_page_code_rerenders_every_config_and_nothing_else(project, monkeypatch):
+    # The config pages' code is derived from the imports of the module that
+    # renders them; chart_pack.py was once missing from a hand-kept list.
+    runs, builds = _count_runs(monkeypatch)
+    _edit_code(monkeypatch, "generator/site/chart_pack.py")
     report = project.build()
     assert sorted(report.rendered) == sorted(r.config_id for r in project.rows)
+    # The scenario pages' cached contexts hold packed charts too: they are made
+    # again. No hub page's text moved, so mkdocs is not run again.
+    assert sorted(runs) == ["app-postgres", "llm-7b-q4-24gb"]
+    assert builds == []
+    assert report.changed == ()  # the edit is a comment: every page keeps its bytes
+
+
+def test_an_edit_to_scenario_code_reruns_every_scenario(project, monkeypatch):
+    # The scenario runs' code is derived from the imports of the module that runs them.
+    runs, _ = _count_runs(monkeypatch)
+    _edit_code(monkeypatch, "engine/sim/loop.py")
+    report = project.build()
+    assert sorted(runs) == ["app-postgres", "llm-7b-q4-24gb"]
+    assert report.changed == ()
+    runs.clear()
+    project.build()  # and once run, recalled
+    assert runs == []
+
+
+def test_an_edit_to_code_no_page_uses_renders_nothing(project, monkeypatch):
+    runs, builds = _count_runs(monkeypatch)
+    _edit_code(monkeypatch, "generator/cli/estimate.py")
+    report = project.build()
+    assert (report.rendered, report.changed, runs, builds) == ((), (), [], [])
 
 
 def test_full_rerenders_everything_and_changes_nothing(project):
@@ -263,8 +317,7 @@ def test_evil_permalink_fails_and_nothing_escapes(project):
     before = snapshot(project.out)
     rows = make_rows(cat=load_catalog(project.catalog))
     evil = [dataclasses.replace(rows[0], permalink="../../escaped/"), *rows[1:]]
-    (project.sweep / RESULTS).write_text(results_csv(evil))
-    (project.sweep / CURVES).write_text(curves_jsonl(_curves(r) for r in rows))
+    write_sweep(project.sweep, evil, [_curves(r) for r in rows])
     with pytest.raises(assemble.SiteError, match="outside the site"):
         project.build()
     assert snapshot(project.out) == before
@@ -344,7 +397,8 @@ def test_losing_the_cache_costs_renders_not_correctness(project):
     assert len(report.rendered) == len(project.rows)
     assert report.changed == ()
     assert snapshot(project.out) == before  # same bytes, so the same stored files
-    shutil.rmtree(project.root / "site.cache")
+    # (moved away first: the last build's trash remover may still be deleting in there)
+    (project.root / "site.cache").rename(project.root / "lost-cache")
     report = project.build()
     assert len(report.rendered) == len(project.rows)
     assert report.changed == ()
@@ -397,10 +451,13 @@ def test_scenario_pages_follow_the_catalog_given(tmp_path: Path, cat: Catalog) -
     assert old is not None
     slower = int(old.group(1).replace("_", "")) // 2
     gpu.write_text(text.replace(old.group(0), f"bandwidth_bytes_per_s: {slower}"), encoding="utf-8")
-    ours = {c["id"]: c for c in site_scenarios.scenario_contexts(
-        root / "scenarios", cat=load_catalog(root))}
-    bundled = {c["id"]: c for c in site_scenarios.scenario_contexts(
-        cat.root / "scenarios", cat=cat)}
+    ours = {
+        c["id"]: c
+        for c in site_scenarios.scenario_contexts(root / "scenarios", cat=load_catalog(root))
+    }
+    bundled = {
+        c["id"]: c for c in site_scenarios.scenario_contexts(cat.root / "scenarios", cat=cat)
+    }
     assert ours["llm-7b-q4-24gb"]["report"] != bundled["llm-7b-q4-24gb"]["report"]
     assert ours["app-postgres"] == bundled["app-postgres"]
 
@@ -413,14 +470,14 @@ def test_an_edit_that_moves_numbers_keeps_the_config_search_index(project, monke
     indexed: list[str | None] = []
     real = site_search.index
 
-    def counting(site_dir: Path, output: Path | None = None, glob: str | None = None) -> None:
-        indexed.append(glob)
-        real(site_dir, output, glob)
+    def counting(site_dir: Path, pages: list[str], output: Path) -> None:
+        indexed.append(output.name)
+        real(site_dir, pages, output)
 
     monkeypatch.setattr(site_search, "index", counting)
     project.edit_gpu(BANDWIDTH, "bandwidth_bytes_per_s: 1_200_000_000_000")
     report = project.build()
-    assert indexed == [site_search.OTHER_GLOB]
+    assert indexed == [site_search.DIR]
     after = snapshot(project.out)
     bundle = {f for f in before if f.startswith("pagefind-configs/")}
     assert bundle

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import jinja2
 import pytest
-
 from backpressure.generator.site import charts, render
-from backpressure.generator.site.pages import Limits, config_context
-from backpressure.generator.site.model import SiteModel
 from backpressure.generator.site.mkdocs_step import hub_pages
+from backpressure.generator.site.model import SiteModel
+from backpressure.generator.site.pages import Limits, config_context
 from backpressure.generator.site.svg import fallbacks
+
 from tests.generator.fixtures import _curves, make_rows
 
 
@@ -62,30 +62,51 @@ def test_config_template_renders_for_every_fixture_combo(model, index):
 
 
 def test_methodology_lists_every_constant_and_band_rule(model, cat):
+    from html import unescape
+
     from backpressure.engine.bands import WIDENINGS
 
     env = render.make_env()
     page = dict((rel, (t, c)) for rel, t, c in hub_pages(model))["methodology.md"]
-    text = env.get_template(page[0]).render(**page[1])
+    text = unescape(env.get_template(page[0]).render(**page[1]))
     for name in cat.calibration:
-        assert f"`{name}`" in text
+        assert f"<code>{name}</code>" in text
     for key, (pct, _reason) in WIDENINGS.items():
-        assert f"| `{key}` | +{pct} |" in text
+        assert f"| <code>{key}</code> | +{pct} |" in text
+
+
+def test_markdown_templates_escape_every_value_by_construction():
+    # A Markdown template prints no plain value raw, even without a filter.
+    env = render.make_env()
+    md = env.from_string("{{ x }}")
+    md.name = "probe.md.j2"  # finalize looks at the template's name
+    html = env.from_string("{{ x }}")
+    assert str(env.get_template("pages/search.md.j2").render()).startswith("---")
+    out = md.render(x="*a* <b>")
+    assert "*" not in out
+    assert "<" not in out
+    assert html.render(x="*a* <b>") == "*a* &lt;b&gt;"
 
 
 def test_md_escape_neutralizes_markdown_and_html():
-    out = str(render.md_escape("<b>*x*</b> [a](b) | `c`"))
-    assert "<b>" not in out
-    assert "&lt;b&gt;" in out
-    assert "\\*x\\*" in out
-    assert "\\[a\\]\\(b\\)" in out
-    assert "\\|" in out
+    from html import unescape
+
+    text = "<b>*x*</b> [a](b) | `c` {: onerror=x}"
+    out = str(render.md_escape(text))
+    assert unescape(out) == text
+    for ch in "<>*[]()|`{}:=":
+        assert ch not in out
 
 
 def test_source_md_links_urls_and_escapes_the_rest():
+    from html import unescape
+
     out = str(render.source_md("see https://example.org/a_b.pdf (p. 3) *x*"))
-    assert "<https://example.org/a_b.pdf>" in out
-    assert "\\*x\\*" in out
+    assert unescape(out) == (
+        'see <a href="https://example.org/a_b.pdf">https://example.org/a_b.pdf</a> (p. 3) *x*'
+    )
+    assert "*" not in out
+    assert "<a" not in str(render.source_md("javascript:alert(1) data:text/html,x"))
 
 
 def test_json_in_script_cannot_close_the_element():

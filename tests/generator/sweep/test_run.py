@@ -158,6 +158,41 @@ def test_one_gpu_change_recomputes_only_that_gpu(small, tmp_path):
     assert stats.computed == len(m4) > 0
 
 
+def _resweep_with_an_edit(small, tmp_path, monkeypatch, rel):
+    """Re-sweep a copy of the small sweep with ``rel`` edited (a comment added)."""
+    import shutil
+
+    from backpressure.generator import keys
+
+    root, out, _ = small
+    work = tmp_path / "sweep"
+    shutil.copytree(out, work)
+    real = keys.read_bytes
+    edited = keys.ROOT / rel
+    assert edited.is_file()
+    monkeypatch.setattr(
+        keys, "read_bytes", lambda p: real(p) + (b"\n# edited\n" if p == edited else b"")
+    )
+    return run_sweep(root, work, jobs=1), out, work
+
+
+def test_an_edit_to_the_verdict_text_recomputes_every_row(small, tmp_path, monkeypatch):
+    # The verdict is written by generator/text.py; once a hand-kept list missed it
+    # and a re-sweep reused every row, publishing the old wording.
+    stats, out, work = _resweep_with_an_edit(small, tmp_path, monkeypatch, "generator/text.py")
+    assert stats.computed == stats.total > 0
+    assert stats.reused == 0
+    # a comment changes no output, recomputed or not
+    assert (work / "results.csv").read_bytes() == (out / "results.csv").read_bytes()
+
+
+@pytest.mark.parametrize("rel", ["generator/site/chart_pack.py", "engine/sim/loop.py"])
+def test_an_edit_to_page_or_scenario_code_recomputes_no_row(small, tmp_path, monkeypatch, rel):
+    stats, _, _ = _resweep_with_an_edit(small, tmp_path, monkeypatch, rel)
+    assert stats.computed == 0
+    assert stats.reused == stats.total
+
+
 def test_parallel_equals_serial(small, tmp_path, monkeypatch):
     root, out, _ = small
     monkeypatch.setattr("backpressure.generator.sweep.run.PARALLEL_MIN", 1)
