@@ -220,14 +220,6 @@ def _load_calibration(root: Path, problems: list[Problem]) -> dict[str, Calibrat
     return out
 
 
-def _required_calibration(found: dict[str, dict[str, Any]]) -> list[str]:
-    """Constants the engine reads for this catalog's platforms and links."""
-    names = list(REQUIRED_CALIBRATION)
-    for gpu in found["gpus"].values():
-        platform = "cpu" if gpu.memory_kind == "system" else gpu.vendor
-        names += [f"bandwidth_efficiency_{platform}", f"layer_overhead_s_{platform}"]
-    names += [f"allreduce_latency_s_{rig.interconnect}" for rig in found["rigs"].values()]
-    return sorted(set(names))
 
 
 def _check_references(
@@ -237,9 +229,12 @@ def _check_references(
     root: Path,
     problems: list[Problem],
 ) -> None:
-    """Calibration constants the catalog needs, and what the settings name, exist."""
+    """Calibration constants the engine always reads, and what the settings name, exist.
+
+    Per-platform and per-link constants are checked by :func:`_check_calibration`.
+    """
     cal_file = f"{root.name}/calibration.yaml"
-    for name in _required_calibration(found):
+    for name in sorted(REQUIRED_CALIBRATION):
         if name not in calibration and not any(p.entry == name for p in problems):
             problems.append(Problem(cal_file, name, None, "missing: the engine needs it"))
     if settings is None:
@@ -307,9 +302,15 @@ def _check_support(
 
 
 def _check_calibration(
-    found: dict[str, dict[str, Any]], calibration: dict[str, Calibration], root: Path
+    found: dict[str, dict[str, Any]],
+    calibration: dict[str, Calibration],
+    root: Path,
+    reported: set[str],
 ) -> list[Problem]:
-    """One problem per platform or link whose calibration constants are missing."""
+    """One problem per platform or link whose calibration constants are missing.
+
+    A constant in ``reported`` is there but invalid, and has its own problem.
+    """
     needs: dict[str, set[str]] = {}
     for gid, gpu in found["gpus"].items():
         for key in (f"bandwidth_efficiency_{gpu.platform}", f"layer_overhead_s_{gpu.platform}"):
@@ -317,7 +318,7 @@ def _check_calibration(
     for rid, rig in found["rigs"].items():
         needs.setdefault(f"allreduce_latency_s_{rig.interconnect}", set()).add(f"rigs/{rid}.yaml")
     missing: dict[tuple[str, ...], list[str]] = {}
-    for key in sorted(k for k in needs if k not in calibration):
+    for key in sorted(k for k in needs if k not in calibration and k not in reported):
         missing.setdefault(tuple(sorted(needs[key])), []).append(key)
     rel = f"{root.name}/calibration.yaml"
     return [
@@ -346,7 +347,8 @@ def load_catalog(root: Path | None = None) -> Catalog:
     _cross_check(found, root, problems)
     archs = _parse_archs(found["models"], root, problems)
     calibration = _load_calibration(root, problems)
-    problems.extend(_check_calibration(found, calibration, root))
+    reported = {p.entry for p in problems if p.entry is not None}
+    problems.extend(_check_calibration(found, calibration, root, reported))
     settings = _load_settings(root, problems)
     _check_references(found, calibration, settings, root, problems)
     support = _load_support(root, problems)
