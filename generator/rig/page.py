@@ -17,7 +17,7 @@ from backpressure.generator.rig.data import DATA_DIR
 # What the first run may fetch of the builder's own files (its scripts, the
 # index and the default device's data, uncompressed): 250 kB, under a third of
 # the Vega scripts a config page loads for its charts (822 kB), and about one
-# second at 2 Mbit/s before any compression a host applies (about 4x on these
+# second at 2 Mbit/s before any compression a host applies (gzip: about 3x on these
 # files). tests/generator/rig/test_page.py holds the build to it.
 FIRST_LOAD_BUDGET = 250_000
 

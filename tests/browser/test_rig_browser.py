@@ -22,6 +22,7 @@ from backpressure.generator.ci.goldens import SIM_RUNS
 from backpressure.generator.ci.verify import verify_rig
 from backpressure.generator.paths import GOLDENS
 from backpressure.generator.rig.build import spec_json
+from backpressure.generator.rig.page import FIRST_LOAD_BUDGET
 from backpressure.generator.simulate import build_spec, served_for
 from backpressure.generator.site.build import build_site
 
@@ -38,6 +39,7 @@ if not Path(CHROMIUM).exists():  # CI installs it; a bare dev machine may not ha
 
 CONFIG = "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/"
 SHOTS = Path(os.environ.get("BP_RIG_SHOTS", "build/screenshots"))
+MEASURES = SHOTS.parent / "rig-measures.json"  # the recorded numbers, for review
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +88,10 @@ class Watch:
         assert hosts == {"127.0.0.1"}
 
 
+def _ms(page, attr):
+    return float(page.get_attribute("#bp-rig", attr))
+
+
 def _node(page, name):
     card = page.locator(f'details.bp-rig-node[data-node="{name}"]')
     if card.get_attribute("open") is None:
@@ -93,14 +99,46 @@ def _node(page, name):
     return card
 
 
-def test_wire_a_node_run_and_watch_it_play(site, browser, record_property):
+@pytest.fixture
+def measure(record_property):
+    """Record a number (junit property and build/rig-measures.json); never asserted on time."""
+    got: dict[str, float] = {}
+
+    def put(name: str, value: float) -> None:
+        got[name] = value
+        record_property(name, value)
+
+    yield put
+    MEASURES.parent.mkdir(parents=True, exist_ok=True)
+    MEASURES.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def test_wire_a_node_run_and_watch_it_play(site, browser, measure):
+    record_property = measure
     with serve(site) as base:
         w = Watch(browser)
         page = w.open(base + "rig/")
         # the default rig (load, app, postgres, queue, LLM: five nodes, ten minutes) ran
         assert page.locator(".bp-rig-health").count() == 4
-        first_ms = float(page.get_attribute("#bp-rig", "data-first-result-ms"))
-        record_property("first_result_ms_default_5_node_10_min", first_ms)
+        assert "6,000 ticks" in page.inner_text("#bp-rig-timing")
+        record_property("first_result_ms_on_open", _ms(page, "data-first-result-ms"))
+        page.evaluate("delete document.querySelector('#bp-rig').dataset.firstResultMs")
+        page.click("#bp-rig-run")  # pressing Run: the issue's "first result within 1 s"
+        page.wait_for_selector("#bp-rig[data-first-result-ms]", state="attached")
+        record_property(
+            "first_result_ms_run_pressed_5_node_10_min", _ms(page, "data-first-result-ms")
+        )
+        record_property("engine_ms_5_node_10_min", _ms(page, "data-engine-ms"))
+        # what the first load fetched: the builder's own files within its stated budget
+        sizes = page.evaluate(
+            """() => performance.getEntriesByType('resource')
+                 .concat(performance.getEntriesByType('navigation'))
+                 .map((e) => [e.name, e.decodedBodySize])"""
+        )
+        builder = sum(n for url, n in sizes if "/assets/rig/" in url or "/rig/data/" in url)
+        record_property("first_load_bytes_builder", builder)
+        record_property("first_load_bytes_page_and_theme", sum(n for _, n in sizes))
+        assert 50_000 < builder <= FIRST_LOAD_BUDGET
         # wire a cache after the app tier, blocking, and run again
         page.click('[data-action="add-node"]')
         card = _node(page, "node5")
