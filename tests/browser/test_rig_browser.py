@@ -120,6 +120,7 @@ def test_wire_a_node_run_and_watch_it_play(site, browser, measure):
         page = w.open(base + "rig/")
         # the default rig (load, app, postgres, queue, LLM: five nodes, ten minutes) ran
         assert page.locator(".bp-rig-health").count() == 4
+        assert page.inner_text("#bp-rig-wiring") == "load → app → postgres; app → queue → llm"
         assert "6,000 ticks" in page.inner_text("#bp-rig-timing")
         record_property("first_result_ms_on_open", _ms(page, "data-first-result-ms"))
         page.evaluate("delete document.querySelector('#bp-rig').dataset.firstResultMs")
@@ -149,6 +150,8 @@ def test_wire_a_node_run_and_watch_it_play(site, browser, measure):
         card = _node(page, "node5")
         card.locator('input[name="pool_size"]').fill("2")
         card.locator('input[name="pool_size"]').dispatch_event("change")
+        wired = "load → app → postgres; app → queue → llm; app → node5"
+        assert page.inner_text("#bp-rig-wiring") == wired
         page.click("#bp-rig-run")
         page.wait_for_selector('.bp-rig-health[data-node="node5"]', timeout=30000)
         assert "node=node5%3Apostgres%3Aapp" in page.url or "node=node5:postgres:app" in page.url
@@ -214,6 +217,9 @@ def test_a_bad_parameter_is_refused_with_a_clear_message(site, browser, edit, me
                 page.locator('[data-action="remove-node"]').first.click()
         else:
             _node(page, "app").locator('select[name="after"]').select_option("queue")
+            assert page.inner_text("#bp-rig-wiring") == (
+                "load alone; not reached from the load: app, postgres, queue, llm"
+            )
         page.click("#bp-rig-run")
         page.wait_for_selector("#bp-rig-error:not([hidden])")
         assert page.inner_text("#bp-rig-error") == message

@@ -184,6 +184,7 @@ export class Editor {
 
   nodesSection() {
     const box = el('fieldset', { class: 'bp-rig-nodes' }, el('legend', { text: 'Nodes' }));
+    box.append(el('p', { class: 'bp-rig-wiring', id: 'bp-rig-wiring', text: wiring(this.rig.nodes) }));
     this.rig.nodes.forEach((node, i) => box.append(this.nodeCard(node, i)));
     const add = el('button', { type: 'button', class: 'md-button', 'data-action': 'add-node', text: 'Add a node' });
     add.addEventListener('click', () => {
@@ -230,7 +231,7 @@ export class Editor {
     if (!afterSpec.enum.includes(node.after)) afterSpec.enum.push(node.after);
     head.append(control('after', afterSpec, node.after, (v) => {
       node.after = v;
-      this.changed();
+      this.changed(true); // the wiring line follows
     }));
     relabel(head, 'after', 'after');
     const remove = el('button', { type: 'button', class: 'bp-rig-remove', 'data-action': 'remove-node', text: 'Remove' });
@@ -338,6 +339,31 @@ export class Editor {
     }
     return el('fieldset', { class: 'bp-rig-rules' }, el('legend', { text: 'Failure rules' }), grid);
   }
+}
+
+// The graph in one line, every path from the load: "load → app → postgres; app → queue → llm".
+// What the load never reaches (a cycle, a missing parent) is named, not drawn.
+export function wiring(nodes) {
+  const kids = new Map();
+  for (const n of nodes) kids.set(n.after, [...(kids.get(n.after) ?? []), n.name]);
+  const seen = new Set();
+  const paths = [];
+  const walk = (from, path) => {
+    const next = (kids.get(from) ?? []).filter((k) => !seen.has(k));
+    if (next.length === 0) {
+      if (path.length > 1) paths.push(path.join(' → '));
+      return;
+    }
+    next.forEach((k, i) => {
+      seen.add(k);
+      walk(k, i === 0 ? [...path, k] : [from, k]);
+    });
+  };
+  seen.add('load');
+  walk('load', ['load']);
+  const lost = nodes.map((n) => n.name).filter((n) => !seen.has(n));
+  const text = paths.length ? paths.join('; ') : 'load alone';
+  return lost.length ? `${text}; not reached from the load: ${lost.join(', ')}` : text;
 }
 
 function relabel(box, name, text) {
