@@ -220,8 +220,6 @@ def _load_calibration(root: Path, problems: list[Problem]) -> dict[str, Calibrat
     return out
 
 
-
-
 def _check_references(
     found: dict[str, dict[str, Any]],
     calibration: dict[str, Calibration],

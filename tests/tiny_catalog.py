@@ -12,8 +12,9 @@ MODELS = ("llama-3.1-8b", "qwen3-30b-a3b")
 SETTINGS = """\
 contexts: [2048, 8192]
 sweep_quants: [q4_k_m, bf16]
-load_points: 4
-sim_seconds: 60
+measure_requests: 300
+probe_requests: 100
+max_users: 64
 """
 
 

@@ -85,6 +85,7 @@ def build_command(
     Only the pages whose inputs changed since the last build are rendered again.
     """
     from backpressure.catalog.errors import CatalogError
+    from backpressure.catalog.loader import load_catalog
     from backpressure.generator.paths import MKDOCS_YML
     from backpressure.generator.site.build import build_site
     from backpressure.generator.site.publish import guard
@@ -94,6 +95,7 @@ def build_command(
     kept = " (the previous site, if any, is unchanged)"
     try:
         out = out.resolve()
+        load_catalog(catalog_dir)  # a broken catalog is refused before anything is written
         with guard.build_lock(out):  # held through the sweep, so no two builds mix
             guard.check_outputs(out)
             results_dir = _sweep(catalog_dir, results, out, jobs, full)

@@ -68,7 +68,9 @@ def test_an_untouched_site_verifies_whole_and_sampled(built, capsys):
 
 
 def _slots_in_page(page: Path) -> str:
-    m = re.search(r"<td>KV slots</td><td>(\d+)</td>", page.read_text(encoding="utf-8"))
+    m = re.search(
+        r"<td>KV slots \(worst case\)</td><td>(\d+)</td>", page.read_text(encoding="utf-8")
+    )
     assert m
     return m.group(1)
 
@@ -78,8 +80,8 @@ def test_a_number_changed_in_the_page_html(site, capsys):
     slots = _slots_in_page(root / PAGE)
     edit(
         root / PAGE,
-        f"<td>KV slots</td><td>{slots}</td>",
-        f"<td>KV slots</td><td>{int(slots) + 1}</td>",
+        f"<td>KV slots (worst case)</td><td>{slots}</td>",
+        f"<td>KV slots (worst case)</td><td>{int(slots) + 1}</td>",
     )
     code, out = run(capsys, str(root), "--catalog", str(catalog))
     assert code == 1
@@ -102,7 +104,7 @@ def test_a_number_changed_in_the_chart_data(site, capsys):
 def test_a_changed_badge(site, capsys):
     root, catalog = site
     badge = root / "gpu/rtx-4090/llama-3.1-8b/q4_k_m/8k/badge.svg"
-    edit(badge, " concurrent", "0 concurrent")
+    edit(badge, " rps", "0 rps")
     code, out = run(capsys, str(root), "--catalog", str(catalog))
     assert code == 1
     assert "badge.svg: badge differs" in out
@@ -191,7 +193,7 @@ def test_a_non_fitting_page_lists_its_nearest_fits_as_recomputed(site, capsys):
     page = root / "gpu/rtx-4090/qwen3-30b-a3b/bf16/8k/index.html"
     text = page.read_text(encoding="utf-8")
     assert "Nearest configs that do fit" in text
-    m = re.search(r"</a>: (\d+) concurrent requests</li>", text)
+    m = re.search(r"; (\d+) requests at once</li>", text)
     assert m
     page.write_text(
         text.replace(m.group(0), m.group(0).replace(m.group(1), "999")), encoding="utf-8"

@@ -61,7 +61,7 @@ COMMANDS = {
 def test_a_broken_catalog_is_one_line_on_every_command(command, broken, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in COMMANDS[command]]
     code, out, err = run(capsys, [*argv, "--catalog", str(broken)])
-    assert_one_line(code, err, PROBLEM, "greater than 0")
+    assert_one_line(code, err, PROBLEM, "greater than or equal to 1073741824")
     assert out == ""
     # Nothing half-built is left behind.
     assert sorted(p.name for p in tmp_path.iterdir()) == []

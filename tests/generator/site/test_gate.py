@@ -69,13 +69,13 @@ def test_a_nan_in_the_chart_data_publishes_nothing(project, capsys):
     for r in rows:
         c = _curves(r)
         if r.config_id == FIT:
-            c = dataclasses.replace(c, p99_ms=(math.nan, *c.p99_ms[1:]))
+            c = dataclasses.replace(c, occupancy=(math.nan, *c.occupancy[1:]))
         curves.append(c)
     write_sweep(root / "sweep", rows, curves)
     code = main(["build", "--results", str(root / "sweep"), "--out", str(root / "site")])
     err = capsys.readouterr().err
     assert code == 2
-    assert f"config {FIT}: chart data: breaking." in err
+    assert f"config {FIT}: chart data: occupancy." in err
     assert "is nan (must be a finite number)" in err
     assert {p: p.read_bytes() for p in (root / "site").rglob("*") if p.is_file()} == before
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_module
 import json
 import re
 import shutil
@@ -51,8 +52,8 @@ def site(tmp_path_factory: pytest.TempPathFactory, cat: Catalog) -> tuple[Path, 
 
 
 def _text(html: str) -> str:
-    """A page's words, tags dropped."""
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    """A page's words as a reader sees them: tags dropped, character references read."""
+    return re.sub(r"\s+", " ", html_module.unescape(re.sub(r"<[^>]+>", " ", html)))
 
 
 def _config_pages(site: Path) -> list[str]:
