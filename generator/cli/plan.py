@@ -166,7 +166,7 @@ def plan_command(
     except PlanError as exc:
         raise BadInput(str(exc)) from exc
     sweep = _read(cat, _sweep_dir(sweep_dir), question.model, question.device)
-    progress, bar = make_progress()
+    progress, close = make_progress()
     started = time.monotonic()
 
     def notify(message: str) -> None:
@@ -177,8 +177,7 @@ def plan_command(
     except PlanError as exc:
         raise BadInput(str(exc)) from exc
     finally:
-        if bar is not None:
-            bar.close()  # type: ignore[attr-defined]
+        close()
     if result.simulated:
         took = time.monotonic() - started
         notify(f"computed {result.simulated:,} configs in {took:.1f} s")
