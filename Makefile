@@ -42,9 +42,11 @@ serve:
 bench-site: install
 	$(BIN)/python benchmarks/bench_site.py
 
-# Debian's chromium for the real-browser tests (never a downloaded browser build).
+# Debian's chromium for the real-browser tests (never a downloaded browser build), and
+# Debian's nodejs: the second JavaScript engine the rig builder's port is checked in.
 browser-deps:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-dejavu-core)
+	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs)
 
 test: install
 	$(BIN)/python -m pytest -q

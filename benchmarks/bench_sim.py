@@ -35,7 +35,7 @@ REPEATS = 5
 
 def five_nodes(duration_s: float = 600.0) -> SimSpec:
     """load -> app -> postgres, app -> queue -> llm (block), hand-made numbers."""
-    llm = LlmSpec(
+    llm = LlmSpec.explicit(
         slots=18,
         prefill_tokens_per_s=5000.0,
         step_fixed_s=0.008,
@@ -86,7 +86,7 @@ def five_nodes(duration_s: float = 600.0) -> SimSpec:
 
 def llm_rig(slots: int, scale: float) -> tuple[SimSpec, list[float]]:
     """The batch sweep's rig for an LLM with ``slots`` slots, and its 40 load levels."""
-    llm = LlmSpec(
+    llm = LlmSpec.explicit(
         slots=slots,
         prefill_tokens_per_s=5000.0 * scale,
         step_fixed_s=0.008 / scale,

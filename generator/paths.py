@@ -8,3 +8,4 @@ ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"
 GOLDENS = ROOT / "goldens"
 MKDOCS_YML = ROOT / "mkdocs.yml"
+WEB_RIG = ROOT / "web" / "rig"  # the rig builder's browser code, shipped as assets/rig/

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from backpressure.catalog.errors import CatalogError, Problem
 from backpressure.catalog.scenario import (
@@ -18,6 +19,8 @@ from backpressure.catalog.scenario import (
 )
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.rng import mulberry32
+from backpressure.engine.serving.model import Scheduler, StepCost
+from backpressure.engine.serving.spec import requests_held
 from backpressure.engine.sim.model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec
 from backpressure.engine.sim.queueing import Discipline
 from backpressure.engine.sim.records import RunReport, SweepReport, TickRow
@@ -25,7 +28,23 @@ from backpressure.engine.sim.run import SimResult, simulate, sweep, tick_rows
 from backpressure.engine.sim.traffic import Arrivals, Shape, SourceSpec
 from backpressure.engine.sim.verdict import fmt_ms, fmt_rps
 
-Capacity = Callable[..., CapacityResult]
+if TYPE_CHECKING:
+    from backpressure.catalog.loader import Catalog
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A costed config as a model server: its capacity, its scheduler's limits, its step cost.
+
+    ``cost`` is None where the device has no bandwidth or FLOPS figure.
+    """
+
+    capacity: CapacityResult
+    scheduler: Scheduler
+    cost: StepCost | None
+
+
+Capacity = Callable[..., Served]
 
 # Decimal places per tick-file column: counts to 1/1000 request, utilization and
 # budget to 0.01 %, times to 0.1 ms. Every float is rounded to these before it is
@@ -48,11 +67,30 @@ TICK_DECIMALS = {
 TICK_FIELDS = ("node", "tick", *TICK_DECIMALS)
 
 
-def default_capacity(**kwargs: Any) -> CapacityResult:
-    """The capacity engine via the catalog (imported late: it loads the catalog)."""
-    from backpressure.generator.resolve import capacity_for
+def served_for(
+    gpu: str,
+    quant: str,
+    context: int,
+    model: str | None = None,
+    params_b: float | None = None,
+    runtime: str | None = None,
+    kv_dtype: str = "auto",
+    cat: Catalog | None = None,
+) -> Served:
+    """A config named by catalog ids as the serving model sees it (the catalog loads late)."""
+    from backpressure.catalog.loader import load_catalog
+    from backpressure.engine.serving.spec import scheduler, step_cost
+    from backpressure.generator.resolve import configure
 
-    return capacity_for(**kwargs)
+    cfg = configure(cat or load_catalog(), gpu, quant, context, model, params_b, runtime, kv_dtype)
+    cap = cfg.capacity()
+    cost = step_cost(cfg.device, cfg.runtime, cfg.fmt, cfg.constants, cfg.arch, cap)
+    return Served(cap, scheduler(cfg.runtime, cfg.device, cap), cost)
+
+
+def default_capacity(**kwargs: Any) -> Served:
+    """The serving model's view of a config via the bundled catalog."""
+    return served_for(**kwargs)
 
 
 def build_spec(
@@ -130,7 +168,7 @@ def _llm(
 ) -> LlmSpec | None:
     profile = {"prompt_tokens": part.prompt_tokens, "output_tokens": part.output_tokens}
     if part.explicit:
-        return LlmSpec(
+        return LlmSpec.explicit(
             slots=part.slots or 0,
             prefill_tokens_per_s=part.prefill_tokens_per_s or 0.0,
             step_fixed_s=part.step_fixed_s or 0.0,
@@ -139,7 +177,7 @@ def _llm(
             **profile,
         )
     try:
-        cap = capacity(
+        served = capacity(
             gpu=part.gpu,
             model=part.model,
             params_b=part.params_b,
@@ -151,30 +189,38 @@ def _llm(
     except (KeyError, ValueError, CatalogError) as exc:
         problems.append(Problem(str(loaded.path), name, "gpu", f"cannot resolve capacity: {exc}"))
         return None
+    llm, why = from_served(served, **profile)
+    if llm is None:
+        problems.append(Problem(str(loaded.path), name, "context" if "fit" in why else "gpu", why))
+    return llm
+
+
+def from_served(
+    served: Served, prompt_tokens: int, output_tokens: int
+) -> tuple[LlmSpec | None, str]:
+    """The engine's LLM node from the serving model's view of a config, or why there is none.
+
+    The node's slots are the requests of this profile the runtime's scheduler
+    holds at once (:func:`requests_held`: vLLM admits by the blocks a request
+    holds, llama.cpp by its fixed slots); its service comes from the step cost.
+    """
+    cap, sched = served.capacity, served.scheduler
     if not cap.fits or cap.slots < 1:
-        problems.append(
-            Problem(
-                str(loaded.path),
-                name,
-                "context",
-                "the model does not fit: no slots at this context",
-            )
-        )
-        return None
-    return from_capacity(cap, **profile)
-
-
-def from_capacity(cap: CapacityResult, prompt_tokens: int, output_tokens: int) -> LlmSpec:
-    """The engine's LLM node numbers from a capacity result."""
-    return LlmSpec(
-        slots=cap.slots,
-        prefill_tokens_per_s=cap.prefill_tokens_per_s,
-        step_fixed_s=cap.step_fixed_s,
-        step_per_kv_token_s=cap.step_per_kv_token_s,
-        step_compute_per_seq_s=cap.step_compute_per_seq_s,
+        return None, "the model does not fit: no slots at this context"
+    if served.cost is None:
+        return None, "no bandwidth or FLOPS figure for this device: no step cost"
+    held = requests_held(sched, prompt_tokens, output_tokens)
+    if held < 1:
+        return None, "the model does not fit: no room for one request of this profile"
+    spec = LlmSpec(
+        slots=held,
+        cost=served.cost,
+        max_batched_tokens=sched.max_batched_tokens,
+        ubatch_tokens=sched.ubatch_tokens,
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
     )
+    return spec, ""
 
 
 def run(spec: SimSpec, seed: int) -> SimResult:

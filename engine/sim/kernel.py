@@ -25,6 +25,8 @@ import numpy as np
 import numpy.typing as npt
 from backpressure.engine.sim.cohorts import DUST
 from backpressure.engine.sim.jit import compiled
+from backpressure.engine.sim.llm import first_token_s as _first_token_s
+from backpressure.engine.sim.llm import slot_s as _slot_s
 from backpressure.engine.sim.sums import (
     lane_sums,
     poisson_rows_sorted,
@@ -45,7 +47,7 @@ def llm_queue_loop(
     offered: Array,
     out: tuple[Array, ...],
     waits: tuple[Any, Any],
-    lane: tuple[Array, ...],
+    lane: tuple[Any, ...],
     state: tuple[Any, ...],
     max_age: int,
     lifo_on: bool,
@@ -59,13 +61,14 @@ def llm_queue_loop(
     offered : numpy.ndarray
         ``(ticks, lanes)`` work arriving per tick [requests].
     out : tuple of numpy.ndarray
-        ``(admitted, served, backlog, dropped_aged, inflight, slot_time_s)``, each
-        ``(ticks, lanes)``, written every tick.
+        ``(admitted, served, backlog, dropped_aged, inflight, slot_time_s,
+        first_token_s)``, each ``(ticks, lanes)``, written every tick.
     waits : tuple of numpy.ndarray
         ``(wait_p50_ticks, wait_p99_ticks)``, ``(ticks, lanes)`` integer arrays.
     lane : tuple of numpy.ndarray
-        Per-lane numbers ``(depth, slots, prompt_s, output_tokens, step_fixed_s,
-        kv_tokens_per_stream, step_per_kv_token_s, step_compute_per_seq_s)``.
+        Per-lane numbers ``(depth, costs, experts, ints)``: the queue depth, and the
+        LLM's packed step costs, distinct-experts tables and integer limits as
+        :class:`engine.sim.model.LlmLanes` holds them.
     state : tuple of numpy.ndarray
         Scratch ``(counts, newer, older)``, each ``(ticks, lanes)``, uninitialised.
         Tick-major: lanes of one config move alike, so the lanes' queue ends sit
@@ -90,16 +93,13 @@ def _loop_py(
     aged_o: Any,
     inflight_o: Any,
     slot_o: Any,
+    first_o: Any,
     w50_o: Any,
     w99_o: Any,
     depth: Any,
-    slots: Any,
-    prompt_s: Any,
-    output_tokens: Any,
-    step_fixed: Any,
-    kv_per_stream: Any,
-    step_per_kv: Any,
-    step_compute: Any,
+    costs: Any,
+    experts: Any,
+    ints: Any,
     counts: Any,
     newer: Any,
     older: Any,
@@ -125,10 +125,12 @@ def _loop_py(
                     counts, newer, j, t - max_age, oldest, newest, backlog
                 )
             b = inflights[j]
-            step = max(step_fixed[j] + (b * kv_per_stream[j]) * step_per_kv[j], b * step_compute[j])
-            slot_s = prompt_s[j] + output_tokens[j] * step
+            c, e = costs[j], experts[j]
+            held, p, o, budget, ub = ints[0, j], ints[1, j], ints[2, j], ints[3, j], ints[4, j]
+            slot_s = _slot_s(c, e, held, p, o, budget, ub, b)
+            first_s = _first_token_s(c, e, held, p, o, budget, ub, b)
             done = min(b, b * tick_s / slot_s)
-            cap = slots[j] - b + done
+            cap = held - b + done
             # advance(): admit; queue and serve unless all of it starts at once
             admitted = min(offered[t, j], max(cap + depth[j] - backlog, 0.0))
             started, w50, w99 = admitted, 0, 0
@@ -152,6 +154,7 @@ def _loop_py(
             served_o[t, j] = done
             inflight_o[t, j] = inflights[j]
             slot_o[t, j] = slot_s
+            first_o[t, j] = first_s
             backlogs[j], oldests[j], newests[j] = backlog, oldest, newest
 
 
@@ -264,9 +267,9 @@ def warm_up() -> None:
     grid = np.zeros((ticks, lanes))
     llm_queue_loop(
         grid.copy(),
-        tuple(np.zeros((ticks, lanes)) for _ in range(6)),
+        tuple(np.zeros((ticks, lanes)) for _ in range(7)),
         (np.zeros((ticks, lanes), np.int16), np.zeros((ticks, lanes), np.int16)),
-        tuple(np.ones(lanes) for _ in range(8)),
+        (np.ones(lanes), np.ones((lanes, 17)), np.zeros((lanes, 4)), np.ones((5, lanes), np.int64)),
         (
             np.zeros((ticks, lanes)),
             np.zeros((ticks, lanes), np.int32),

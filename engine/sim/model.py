@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
+from backpressure.engine.serving.model import StepCost
+from backpressure.engine.serving.step import distinct_experts, pack
+from backpressure.engine.sim.llm import times_lanes
 from backpressure.engine.sim.queueing import Discipline
 from backpressure.engine.sim.traffic import SourceSpec
 
@@ -31,39 +34,80 @@ class NodeKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LlmSpec:
-    """What the capacity engine says about a model on a GPU, plus a request profile.
+    """A model server as the tick loop sees it: its limits, its step cost, a request profile.
 
     Attributes
     ----------
     slots : int
-        Concurrent sequences the KV cache holds [-].
-    prefill_tokens_per_s : float
-        Prompt processing speed [tokens/s].
-    step_fixed_s, step_per_kv_token_s, step_compute_per_seq_s : float
-        Decode step model: a step of ``b`` streams holding ``k`` KV tokens takes
-        ``max(step_fixed_s + k * step_per_kv_token_s, b * step_compute_per_seq_s)``
-        seconds and yields one token per stream [s], [s/token], [s/sequence].
+        Requests of this profile the server holds at once
+        (:func:`backpressure.engine.serving.spec.requests_held`) [-].
+    cost : StepCost
+        The serving model's step cost (:mod:`backpressure.engine.serving.step`).
+    max_batched_tokens : int
+        Tokens one step may carry, decode and prompt chunks together [tokens].
+    ubatch_tokens : int
+        Tokens of one forward pass; a step of more runs as several passes [tokens].
     prompt_tokens, output_tokens : int
         Request profile [tokens].
+
+    Notes
+    -----
+    How a step's mix and a request's slot time follow from these is in
+    :mod:`backpressure.engine.sim.llm`.
     """
 
     slots: int
-    prefill_tokens_per_s: float
-    step_fixed_s: float
-    step_per_kv_token_s: float
-    step_compute_per_seq_s: float
+    cost: StepCost
+    max_batched_tokens: int
+    ubatch_tokens: int
     prompt_tokens: int = 512
     output_tokens: int = 256
 
-    @property
-    def kv_tokens_per_stream(self) -> float:
-        """KV tokens a stream holds on average: its prompt and half its output [tokens]."""
-        return self.prompt_tokens + 0.5 * self.output_tokens
+    @classmethod
+    def explicit(
+        cls,
+        slots: int,
+        prefill_tokens_per_s: float,
+        step_fixed_s: float,
+        step_per_kv_token_s: float,
+        step_compute_per_seq_s: float,
+        prompt_tokens: int = 512,
+        output_tokens: int = 256,
+    ) -> LlmSpec:
+        """A server given by five numbers instead of a catalog config.
+
+        The numbers become a step cost with unit bandwidth and unit FLOPs per
+        token: ``step_fixed_s`` is the weight read, ``step_per_kv_token_s`` the
+        read per KV token, ``1 / prefill_tokens_per_s`` the compute per token and
+        ``step_compute_per_seq_s`` the host's time per sequence, so a decode step
+        of ``b`` streams holding ``k`` KV tokens costs
+        ``max(step_fixed_s + k step_per_kv_token_s, t / prefill_tokens_per_s,
+        b step_compute_per_seq_s)`` for its ``t`` tokens. The token budget is large
+        enough never to bind.
+        """
+        cost = StepCost(
+            weight_bytes=step_fixed_s,
+            expert_bytes=0.0,
+            num_experts=0,
+            experts_per_token=0,
+            kv_read_bytes_per_token=step_per_kv_token_s,
+            window_read_bytes_per_token=0.0,
+            window=0,
+            bandwidth_bytes_per_s=1.0,
+            flops_per_token=1.0,
+            attn_flops_per_pair=0.0,
+            flops_per_s=prefill_tokens_per_s,
+            pass_overhead_s=0.0,
+            step_overhead_s=0.0,
+            seq_overhead_s=step_compute_per_seq_s,
+        )
+        budget = slots * (prompt_tokens + 1) + prompt_tokens
+        return cls(slots, cost, budget, budget, prompt_tokens, output_tokens)
 
     @property
-    def prompt_s(self) -> float:
-        """Seconds to process one prompt [s]."""
-        return self.prompt_tokens / self.prefill_tokens_per_s
+    def experts_len(self) -> int:
+        """Entries of the distinct-experts table a step can index [-]."""
+        return max(self.max_batched_tokens, self.slots + 1) + 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,49 +212,59 @@ class SimSpec:
 class LlmLanes:
     """:class:`LlmSpec` with one value per lane, so one run can hold several configs.
 
-    Same fields and units as :class:`LlmSpec`, each a float array of shape
-    ``(lanes,)``, plus its two derived numbers computed once per config; the step
-    model below takes either, with the same arithmetic, so a lane computes exactly
-    what its own :class:`LlmSpec` would.
+    ``costs`` is ``(lanes, COST_FIELDS)`` (each lane's packed step cost),
+    ``experts`` ``(lanes, k)`` (its distinct-experts table, zero-padded) and
+    ``ints`` ``(5, lanes)``: slots, prompt tokens, output tokens, step token
+    budget and tokens per pass. ``slots``, ``prompt_tokens`` and
+    ``output_tokens`` are the same as floats. A lane computes exactly what its
+    own :class:`LlmSpec` would.
     """
 
+    costs: Array
+    experts: Array
+    ints: npt.NDArray[np.int64]
     slots: Array
-    prefill_tokens_per_s: Array
-    step_fixed_s: Array
-    step_per_kv_token_s: Array
-    step_compute_per_seq_s: Array
     prompt_tokens: Array
     output_tokens: Array
-    kv_tokens_per_stream: Array
-    prompt_s: Array
 
     @classmethod
     def of(cls, llms: Sequence[LlmSpec], lanes: Sequence[int]) -> LlmLanes:
         """Config ``i``'s numbers repeated over its ``lanes[i]`` lanes."""
-        return cls(
-            *(
-                np.repeat(np.array([getattr(m, f.name) for m in llms], dtype=np.float64), lanes)
-                for f in fields(cls)
+        width = max(m.experts_len for m in llms)
+        tables = np.zeros((len(llms), width))
+        for i, m in enumerate(llms):
+            c = m.cost
+            tables[i, : m.experts_len] = distinct_experts(
+                c.num_experts, c.experts_per_token, m.experts_len - 1
             )
+        ints = np.array(
+            [
+                [m.slots, m.prompt_tokens, m.output_tokens, m.max_batched_tokens, m.ubatch_tokens]
+                for m in llms
+            ],
+            dtype=np.int64,
+        )
+        costs = np.stack([pack(m.cost) for m in llms])
+        rep = np.repeat(ints, lanes, axis=0)
+        return cls(
+            np.ascontiguousarray(np.repeat(costs, lanes, axis=0)),
+            np.ascontiguousarray(np.repeat(tables, lanes, axis=0)),
+            np.ascontiguousarray(rep.T),
+            rep[:, 0].astype(np.float64),
+            rep[:, 1].astype(np.float64),
+            rep[:, 2].astype(np.float64),
         )
 
 
-def step_time_s(llm: LlmSpec | LlmLanes, batch: Array) -> Array:
-    """Seconds per decode step for ``batch`` streams mid-generation [s].
+def llm_times(llm: LlmSpec | LlmLanes, inflight: Array) -> tuple[Array, Array]:
+    """Slot time and time to first token per lane at ``inflight`` sequences [s].
 
-    Each stream holds its prompt plus, on average, half its output in the KV cache.
+    See :mod:`backpressure.engine.sim.llm`.
     """
-    kv_tokens = batch * llm.kv_tokens_per_stream
-    return np.maximum(
-        llm.step_fixed_s + kv_tokens * llm.step_per_kv_token_s, batch * llm.step_compute_per_seq_s
-    )
+    lanes = llm if isinstance(llm, LlmLanes) else LlmLanes.of([llm], [inflight.size])
+    return times_lanes(lanes.costs, lanes.experts, lanes.ints, np.asarray(inflight, np.float64))
 
 
-def prefill_s(llm: LlmSpec | LlmLanes) -> float | Array:
-    """Seconds to process one prompt [s]."""
-    return llm.prompt_s
-
-
-def slot_time_s(llm: LlmSpec | LlmLanes, batch: Array) -> Array:
-    """Seconds one request holds a slot at this batch size: prefill plus decode [s]."""
-    return prefill_s(llm) + llm.output_tokens * step_time_s(llm, batch)
+def slot_time_s(llm: LlmSpec | LlmLanes, inflight: Array) -> Array:
+    """Seconds one request holds a slot with ``inflight`` sequences running [s]."""
+    return llm_times(llm, inflight)[0]

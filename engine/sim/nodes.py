@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 from backpressure.engine.sim.cohorts import Cohorts, age_out, enqueue, index_type, serve
-from backpressure.engine.sim.model import TICK_S, LlmLanes, NodeKind, NodeSpec, slot_time_s
+from backpressure.engine.sim.model import TICK_S, LlmLanes, NodeKind, NodeSpec, llm_times
 from backpressure.engine.sim.queueing import DISCIPLINES, DisciplineRule
 
 Array = npt.NDArray[np.float64]
@@ -42,6 +42,7 @@ COLUMNS = (
     "wait_p50_ticks",
     "wait_p99_ticks",
     "slot_time_s",
+    "first_token_s",
     "tokens_per_s",
 )
 WAITS = ("wait_p50_ticks", "wait_p99_ticks")  # whole ticks, stored as small ints
@@ -73,6 +74,7 @@ class NodeRun:
     out: dict[str, npt.NDArray[Any]]
     done: Array
     slot_s: Array
+    first_s: Array
 
 
 class Scratch:
@@ -130,7 +132,7 @@ def new_run(
     if rule.overflow == "refuse" and not fed_by_source:
         names.append("pressure")
     if spec.llm is not None:
-        names += ["inflight", "slot_time_s"]
+        names += ["inflight", "slot_time_s", "first_token_s"]
     wait = np.int16 if ticks <= np.iinfo(np.int16).max else np.int32  # ages fit exactly
     out = {
         c: scratch.array(f"{spec.name}/{c}", (ticks, total), wait if c in WAITS else np.float64)
@@ -165,6 +167,7 @@ def new_run(
         out=out,
         done=zeros,
         slot_s=zeros,
+        first_s=zeros,
     )
 
 
@@ -184,7 +187,7 @@ def begin(run: NodeRun, t: int) -> Array:
     run.pressure = run.zeros
     if run.llm is not None:
         b = run.inflight
-        run.slot_s = slot_time_s(run.llm, b)
+        run.slot_s, run.first_s = llm_times(run.llm, b)
         run.done = np.minimum(b, b * TICK_S / run.slot_s)
         run.cap = run.llm.slots - b + run.done
     run.room = run.cap if q is None else np.maximum(run.cap + run.depth - q.backlog, 0.0)
@@ -256,6 +259,7 @@ def _record(run: NodeRun, t: int, admitted: Array, started: Array, w50: Array, w
     o["served"][t] = run.done
     o["inflight"][t] = run.inflight
     o["slot_time_s"][t] = run.slot_s
+    o["first_token_s"][t] = run.first_s
     return run.done
 
 
@@ -291,7 +295,6 @@ class NodeLanes:
     service_s: Array
     slots: Array
     output_tokens: Array
-    prompt_s: Array
 
     @classmethod
     def of(cls, nodes: Sequence[NodeSpec], lanes: Sequence[int]) -> NodeLanes:
@@ -306,7 +309,6 @@ class NodeLanes:
             col([n.service_s for n in nodes]),
             col([m.slots if m is not None else 0 for m in llms]),
             col([m.output_tokens if m is not None else 0 for m in llms]),
-            col([m.prompt_s if m is not None else 0.0 for m in llms]),
         )
 
 
@@ -335,6 +337,7 @@ def columns(run: NodeRun, part: slice, p: NodeLanes) -> dict[str, Array]:
             "backlog",
             "dropped_aged",
             "slot_time_s",
+            "first_token_s",
             *WAITS,
         )
     }

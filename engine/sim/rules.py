@@ -122,7 +122,9 @@ def latency(
     ``S / (1 - rho)`` (:func:`engine.sim.queueing.mm1_factor`), with ``rho`` averaged
     over the rules' window. That term stands for queueing inside a tick, which
     the loop cannot see. An LLM's waiting is explicit (slots are tracked), so its
-    time is queue wait plus the slot time at the current batch. Quantiles along a
+    time is queue wait plus the slot time at the current batch, and its TTFT the
+    upstream path's p99, its own p99 wait and the time to its first token at the
+    current batch (:mod:`engine.sim.llm`). Quantiles along a
     path are added, which overstates a path's p99 slightly (it is conservative).
     A top node's path adds nothing, so its arrays are shared, not copied (every
     value is >= 0, so ``x + 0.0`` is ``x`` bit for bit).
@@ -130,8 +132,15 @@ def latency(
     if lanes is None:
         lanes = {n.name: NodeLanes.of([n], [rates.shape[0]]) for n in spec.nodes}
     window = max(1, round(spec.rules.window_s / TICK_S))
-    rho, p50, p99, path, ttft, util_cum = {}, {}, {}, {}, {}, {}
-    p99_r, path_r, ttft_r = {}, {}, {}
+    rho: dict[str, Array] = {}
+    p50: dict[str, Array] = {}
+    p99: dict[str, Array] = {}
+    path: dict[str, Array] = {}
+    ttft: dict[str, Array] = {}
+    util_cum: dict[str, Array] = {}
+    p99_r: dict[str, Array] = {}
+    path_r: dict[str, Array] = {}
+    ttft_r: dict[str, Array] = {}
     zeros = np.zeros_like(rates)
     for node in spec.nodes:
         f, p = flows[node.name], lanes[node.name]
@@ -149,7 +158,7 @@ def latency(
         if node.llm is None:
             ttft[node.name], ttft_r[node.name] = zeros, zeros  # a rolling mean of zeros
         else:
-            own = np.add(w99, p.prompt_s[:, None], out=np.empty_like(w99))  # keeps the layout
+            own = np.add(w99, f["first_token_s"], out=np.empty_like(w99))  # keeps the layout
             own *= 1000.0
             ttft[node.name] = own if up is None else up + own
             ttft_r[node.name] = rolling_mean(ttft[node.name], window)
@@ -185,7 +194,7 @@ def _left(cum_lost: Array, budget: Array) -> Array:
     return np.where(budget > 0.0, 1.0 - cum_lost / safe, np.where(cum_lost > 0.0, 0.0, 1.0))
 
 
-def _first(mask: Array) -> npt.NDArray[np.int64]:
+def _first(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
     """Index of the first True along axis 1 per lane, or NEVER."""
     hit = mask.any(axis=1)
     return np.where(hit, np.argmax(mask, axis=1), NEVER).astype(np.int64)
@@ -198,12 +207,11 @@ def rule_ticks(
     r = spec.rules
     window = max(1, round(r.window_s / TICK_S))
     out: dict[tuple[str, str], npt.NDArray[np.int64]] = {}
-    leaves = [n for n in spec.nodes if not spec.children(n.name)]
-    for n in leaves:
+    for n in spec.nodes:  # every model server answers to the TTFT budget, leaf or not
         if n.kind is NodeKind.LLM:
             ttft = warmed(lat.ttft_rolled[n.name], window)
             out["ttft", n.name] = _first(ttft > r.ttft_budget_ms)
-        elif r.p99_slo_ms is not None:
+        elif r.p99_slo_ms is not None and not spec.children(n.name):
             out["p99", n.name] = _first(warmed(lat.path_rolled[n.name], window) > r.p99_slo_ms)
     spent = (lat.total_budget_left <= 0.0) & (lat.lost_cum > 0)
     out["error_budget", ANY_NODE] = _first(spent)  # the node is found per lane

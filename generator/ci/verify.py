@@ -198,3 +198,82 @@ def render(outcome: Outcome, sampled: bool = False) -> str:
 def _cut(value: Any) -> str:
     text = value if isinstance(value, str) else strict_json.dumps(value)
     return text if len(text) <= 24 else text[:21] + "..."
+
+
+# -- rig builder links ---------------------------------------------------------
+
+
+def is_rig_target(target: str) -> bool:
+    """Whether ``target`` is a rig builder link (or just its fragment): ``v=`` after a ``#``."""
+    _, _, frag = target.partition("#")
+    return frag.startswith("v=") or target.startswith("v=")
+
+
+@dataclass(frozen=True, slots=True)
+class RigOutcome:
+    """A rig recomputed: its verdict line and each claim of the link, held or not."""
+
+    summary: str
+    bottleneck: str
+    checks: tuple[tuple[str, str, str, bool], ...]
+
+    @property
+    def holds(self) -> bool:
+        """Every claim the link makes matches the recomputation."""
+        return all(ok for *_, ok in self.checks)
+
+
+def verify_rig(cat: Catalog, target: str) -> RigOutcome:
+    """Recompute a rig builder link and compare its verdict and breaking rate.
+
+    Raises VerifyError (one line) when the link is malformed or names what the
+    catalog does not have.
+    """
+    from backpressure.engine.sim.verdict import fmt_rps
+    from backpressure.generator.rig.build import run, run_sweep, spec_of
+    from backpressure.generator.rig.doc import Claim, RigError, parse
+
+    try:
+        rig = parse(target)
+        if rig.breaking is not None and rig.sweep is None:
+            raise RigError("breaking: a breaking rate needs the sweep it came from (sweep=...)")
+        spec = spec_of(rig, cat)
+        _, rep = run(spec, rig.seed)
+        swept = run_sweep(spec, rig) if rig.sweep is not None else None
+    except RigError as exc:
+        raise VerifyError(f"rig link: {exc}") from None
+    verdict = Claim(rep.passed, rep.failing_rule, rep.failing_node).text()
+    checks = []
+    if rig.claim is not None:
+        checks.append(("verdict", rig.claim.text(), verdict, rig.claim.text() == verdict))
+    if swept is not None and rig.breaking is not None:
+
+        def rate(x: float | None) -> str:
+            return "none (every level holds)" if x is None else f"{fmt_rps(x)} rps"
+
+        claimed, fresh = rig.breaking[0], swept.breaking_rps
+        checks.append(("breaking rate", rate(claimed), rate(fresh), claimed == fresh))
+    summary = (
+        f"rig of {len(spec.nodes)} node(s), {fmt_rps(spec.source.rps)} rps for "
+        f"{spec.duration_s:g} s, seed {rig.seed}: {verdict}"
+    )
+    if swept is not None:
+        broke = swept.breaking_rps
+        summary += f"; sweep breaks at {fmt_rps(broke)} rps" if broke else "; sweep holds"
+    return RigOutcome(summary, rep.bottleneck, tuple(checks))
+
+
+def render_rig(outcome: RigOutcome) -> str:
+    """Human report of a recomputed rig: the verdict, each claim, and the bottleneck."""
+    lines = [f"recomputed {outcome.summary}", f"  {outcome.bottleneck}"]
+    for name, claimed, fresh, ok in outcome.checks:
+        lines.append(
+            f"  {name}: claimed {claimed}, recomputed {fresh}: {'holds' if ok else 'DIFFERS'}"
+        )
+    if not outcome.checks:
+        lines.append("nothing to check: the link claims no verdict or breaking rate")
+    elif outcome.holds:
+        lines.append("verified: the link's verdict and breaking rate hold")
+    else:
+        lines.append("MISMATCH: the link's claims do not hold")
+    return "\n".join(lines)

@@ -55,17 +55,22 @@ def verify_command(
     """Recompute TARGET from the catalog and compare what a reader sees of it.
 
     TARGET is a site directory (every config, or --sample N of them), a config
-    id, permalink, URL or anchored row's URL (checked in --site), or a published model JSON file
-    (api/models/<model>.json, or one config's object from it). For each config
-    its line of api/models/<model>.json, its anchored row on the GPU x model
-    page, its page and badge where it fits (none where it does not) and its
-    hub cells are made again and compared. Exit 0 when everything matches, 1
-    on any difference, 2 when a file cannot be read.
+    id, permalink, URL or anchored row's URL (checked in --site), a published model JSON file
+    (api/models/<model>.json, or one config's object from it), or a rig builder
+    link (or its fragment). For each config its line of api/models/<model>.json,
+    its anchored row on the GPU x model page, its page and badge where it fits
+    (none where it does not) and its hub cells are made again and compared; a
+    rig is run again with its seed and its verdict and breaking rate compared.
+    Exit 0 when everything matches, 1 on any difference, 2 when a file or link
+    cannot be read.
     """
     from backpressure.generator.ci import verify as v
     from backpressure.generator.ci.strict_json import DuplicateKey
 
     cat = load(catalog_dir)
+    if v.is_rig_target(target):
+        _verify_rig(cat, target)
+        return
     path = Path(target)
     try:
         if path.is_dir():
@@ -94,6 +99,19 @@ def verify_command(
         raise BadInput(str(exc)) from exc
     click.echo(v.render(outcome, sampled=sample is not None))
     if not outcome.matches:
+        raise click.exceptions.Exit(1)
+
+
+def _verify_rig(cat: Any, target: str) -> None:
+    """Recompute a rig builder link; exit 1 when its claims do not hold."""
+    from backpressure.generator.ci import verify as v
+
+    try:
+        rig = v.verify_rig(cat, target)
+    except v.VerifyError as exc:
+        raise BadInput(str(exc)) from exc
+    click.echo(v.render_rig(rig))
+    if not rig.holds:
         raise click.exceptions.Exit(1)
 
 

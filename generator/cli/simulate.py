@@ -63,7 +63,6 @@ def simulate_command(
     """
     from backpressure.catalog.scenario import load_parts, load_scenario
     from backpressure.generator import simulate as sim
-    from backpressure.generator.resolve import capacity_for
 
     if do_sweep and (rps is not None or ticks_path is not None):
         raise click.UsageError("--sweep runs the scenario's own levels; drop --rps and --ticks")
@@ -71,7 +70,7 @@ def simulate_command(
     try:
         parts = load_parts(cat.root / "parts") if (cat.root / "parts").is_dir() else None
         loaded = load_scenario(scenario, parts)
-        capacity = functools.partial(capacity_for, cat=cat)
+        capacity = functools.partial(sim.served_for, cat=cat)
         spec = sim.build_spec(loaded, rps=rps, duration_s=duration_s, capacity=capacity)
     except CatalogError as exc:
         raise BadInput("\n".join(str(p) for p in exc.problems)) from None

@@ -145,6 +145,8 @@ def _write_site(
     for mid, rows in m.by_model.items():
         tree.write(model_file(mid), model_json(m.cat, mid, rows, m.site_url))
     tree.write(MODELS_INDEX, index_json(m.cat, m.by_model, m.site_url))
+    for rel, text in (m.rig or {}).items():  # the rig builder's catalog data
+        tree.write(rel, text)
     for name, text in rank_json.files(m.cat, m.model_configs).items():
         tree.write(name, text)
     listed = urls + [r.permalink for r in paged] + [p.removesuffix("index.html") for p in pairs]

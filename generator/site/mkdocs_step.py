@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from backpressure.generator.keys import depth, digest, files_digest, json_digest, package_versions
-from backpressure.generator.paths import ROOT, TEMPLATES
+from backpressure.generator.paths import ROOT, TEMPLATES, WEB_RIG
 from backpressure.generator.site import charts
 from backpressure.generator.site.hubs import (
     gpu_context,
@@ -59,6 +59,7 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
     yield "scenario/index.md", "pages/scenarios.md.j2", {"scenarios": scenarios}
     for sc in scenarios:
         yield f"scenario/{sc['id']}.md", "pages/scenario.md.j2", sc
+    yield "rig.md", "pages/rig.md.j2", rig_context(m)
     for d in m.cat.devices():
         if d in m.by_gpu:
             yield (
@@ -71,6 +72,16 @@ def hub_pages(m: SiteModel) -> Iterator[tuple[str, str, dict[str, Any]]]:
             yield f"model/{mid}.md", "pages/model.md.j2", model_context(m.cat, mid, m.by_model[mid])
             ctx = rank_context(m.cat, mid, m.model_configs[mid], Limits.of(m.cat))
             yield f"model/{mid}/rank.md", "pages/rank.md.j2", ctx
+
+
+def rig_context(m: SiteModel) -> dict[str, Any]:
+    """The rig builder page: its data files (computed in gather) and what they weigh."""
+    from backpressure.generator.rig.data import rig_files
+    from backpressure.generator.rig.page import page_context
+
+    files = m.rig if m.rig is not None else rig_files(m.cat, m.rows)
+    index = json.loads(files["rig/data/index.json"])
+    return page_context(files, WEB_RIG, index.get("default_config"))
 
 
 def _shell_page(env: Environment, depth: int) -> str:
@@ -96,6 +107,7 @@ def write_docs(
     for d in sorted(depths):
         w.write(assemble.shell_rel(d) + ".md", _shell_page(env, d))
     w.copy_tree(templates / "assets", "assets")
+    w.copy_tree(WEB_RIG, "assets/rig")
     specs = json.dumps(charts.chart_specs(), sort_keys=True, separators=(",", ":"))
     w.write("assets/bp/specs.js", f"window.BP_SPECS={specs};\n")
     if HANDWRITTEN.is_dir():

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.keys import code_digest, curves_json, digest, files_digest, json_digest
 from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.rig.data import rig_files
 from backpressure.generator.site.data import CurveLines, read_sweep
 from backpressure.generator.site.pages import NearestFits
 from backpressure.generator.site.scenarios import scenario_contexts
@@ -33,6 +34,7 @@ class SiteModel:
     by_gpu: dict[str, list[ResultRow]] = field(default_factory=dict)
     by_model: dict[str, list[ResultRow]] = field(default_factory=dict)
     nearest: dict[str, list[ResultRow]] = field(default_factory=dict)
+    rig: dict[str, str] | None = None  # the rig builder's data files, by site path
 
     def __post_init__(self) -> None:
         for r in self.rows:
@@ -66,9 +68,11 @@ def gather(
     """Phase one: read the sweep's tables, group them, run (or recall) the scenarios."""
     rows, curves = read_sweep(results_dir)
     scenarios = scenario_contexts(cat.root / "scenarios", cache, cat)
-    return SiteModel(
+    model = SiteModel(
         cat, rows, curves, site_url.rstrip("/"), scenarios, accuracy_context(cat, cache)
     )
+    model.rig = rig_files(cat, rows, cache)
+    return model
 
 
 ACCURACY_MODULE = "backpressure.generator.accuracy.page"

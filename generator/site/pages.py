@@ -357,7 +357,15 @@ def config_context(
         "has_curves": bool(chart_data),
         "chart_data": chart_data,
         "keywords": search_keywords(row),
+        "rig_url": rig_url(cat, row, root, lim),
     }
+
+
+def rig_url(cat: Catalog, row: ResultRow, root: str, lim: Limits) -> str:
+    """The rig builder with this config loaded: its server under the sweep's settings."""
+    from backpressure.generator.rig.links import config_link
+
+    return config_link(root, row, lim, cat.settings)
 
 
 def search_keywords(row: ResultRow) -> str:

@@ -75,14 +75,13 @@ def scenario_contexts(
     code: an edit elsewhere in the catalog does not rerun it.
     """
     from backpressure.catalog.scenario import load_parts, load_scenario
-    from backpressure.generator.resolve import capacity_for
-    from backpressure.generator.simulate import build_spec, default_capacity
+    from backpressure.generator.simulate import build_spec, default_capacity, served_for
 
     parts = None
     capacity: Capacity = default_capacity
     if cat is not None:
         parts = load_parts(cat.root / "parts") if (cat.root / "parts").is_dir() else None
-        capacity = functools.partial(capacity_for, cat=cat)
+        capacity = functools.partial(served_for, cat=cat)
     out = []
     version = _sim_version(cat.root / "parts" if cat is not None else PARTS_DIR) if cache else ""
     for path in sorted(folder.glob("*.yaml")):

@@ -31,7 +31,7 @@ def _numpy_only(monkeypatch):
 
 
 def _rig(slots, depth_per_slot, max_age_s, lifo, output_tokens=128, duration_s=40.0, bursty=False):
-    llm = LlmSpec(
+    llm = LlmSpec.explicit(
         slots=slots,
         prefill_tokens_per_s=4000.0,
         step_fixed_s=0.01,

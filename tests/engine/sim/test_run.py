@@ -139,10 +139,11 @@ def test_audit_case_healthy_completion_rate_but_slots_drop_users():
     r = run(spec)
     llm = node.llm
     # The old view: completions per second over the completion rate the GPU could
-    # reach were it never short of slots (its decode compute ceiling).
+    # reach were it never short of slots (its decode compute ceiling: 0.403 ms of
+    # host time per sequence and step, llm_node's step_compute_per_seq_s).
     completions = col(r, "llm", "served")[600:].sum() / 240.0
-    old_capacity = 1.0 / (llm.output_tokens * llm.step_compute_per_seq_s)
-    assert completions / old_capacity == pytest.approx(0.76, abs=0.02)  # "76 % utilization"
+    old_capacity = 1.0 / (llm.output_tokens * 0.000403)
+    assert completions / old_capacity == pytest.approx(0.45, abs=0.02)  # "45 % utilization"
     # The hardware's view: every slot is taken and users are being turned away.
     assert col(r, "llm", "utilization")[600:].mean() > 0.98
     dropped = col(r, "llm", "dropped_shed").sum() + col(r, "llm", "dropped_aged").sum()
@@ -154,10 +155,20 @@ def test_audit_case_healthy_completion_rate_but_slots_drop_users():
 
 
 def test_llm_slot_time_follows_the_step_model():
-    llm = llm_node("llm").llm
-    # 18 streams hold 18 x (512 + 128) KV tokens: the bandwidth term binds.
-    step = max(0.008 + 18 * 640 * 1e-7, 18 * 0.000403)
-    assert float(slot_time_s(llm, np.array([18.0]))[0]) == pytest.approx(512 / 5000 + 256 * step)
+    llm = llm_node("llm").llm  # 8 ms weight read, 1e-7 s per KV token, 5,000 tokens/s
+    # With 18 streams, a request's 512-token prompt rides in one step beside the
+    # other 17 decoding (each holding 512 + 256 / 2 KV tokens): compute binds.
+    with_prompt = max(0.008 + 17 * 640 * 1e-7, (17 + 512) / 5000, 18 * 0.000403)
+    assert with_prompt == (17 + 512) / 5000
+    # A step of 18 decode tokens reads the weights and 18 x 640 KV tokens.
+    decode = max(0.008 + 18 * 640 * 1e-7, 18 / 5000, 18 * 0.000403)
+    assert decode == pytest.approx(0.009152)
+    # A request holds its slot while the 18 prompts and its own 255 decodes go by.
+    want = 18 * with_prompt + (256 - 18) * decode
+    assert float(slot_time_s(llm, np.array([18.0]))[0]) == pytest.approx(want, rel=1e-12)
+    # One stream alone: its prompt's step, then 255 decode steps of one token.
+    alone = 512 / 5000 + 255 * max(0.008 + 640e-7, 1 / 5000, 0.000403)
+    assert float(slot_time_s(llm, np.array([0.3]))[0]) == pytest.approx(alone, rel=1e-12)
 
 
 def test_ttft_adds_the_upstream_queue_wait_and_breaks_the_budget():
@@ -303,7 +314,7 @@ def _llm_rigs():
             (1, 300.0, 0.05, 1e-6, 0.01),
         ]
     ):
-        llm = LlmSpec(
+        llm = LlmSpec.explicit(
             slots=slots,
             prefill_tokens_per_s=prefill,
             step_fixed_s=fixed,

@@ -31,7 +31,7 @@ def server(
 
 
 def llm_node(name, parent="load", discipline=Discipline.SHED, llm=None):
-    llm = llm or LlmSpec(
+    llm = llm or LlmSpec.explicit(
         slots=18,
         prefill_tokens_per_s=5000.0,
         step_fixed_s=0.008,

@@ -18,7 +18,7 @@ def test_golden_table_covers_the_catalog_span(cat):
 
 
 def test_goldens_match_a_recomputation(cat):
-    diffs = goldens.check(cat)
+    diffs = goldens.check(cat, names=goldens.TABLES)  # the simulation's: test_goldens_sim.py
     assert not diffs, "\n".join(d.diff for d in diffs)
 
 
@@ -26,9 +26,9 @@ def test_goldens_command_reports_a_difference(tmp_path, capsys, cat):
     root = tmp_path / "goldens"
     root.mkdir()
     (root / goldens.CASES).write_text("rtx-4090--llama-3.1-8b--q4_k_m--8k\n")
-    goldens.update(cat, root)
+    goldens.update(cat, root, names=goldens.TABLES)
     path = root / "configs.csv"
     path.write_text(path.read_text().replace(",17,", ",18,", 1))
-    diffs = goldens.check(cat, root)
+    diffs = goldens.check(cat, root, names=goldens.TABLES)
     assert [d.name for d in diffs] == ["configs.csv"]
     assert "-rtx-4090--llama-3.1-8b--q4_k_m--8k" in diffs[0].diff

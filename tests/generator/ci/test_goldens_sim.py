@@ -1,7 +1,8 @@
 """Frozen simulation runs: any change to these bytes changes a published verdict.
 
-Regenerate only on purpose, with the commands in docs/simulation.md ("Goldens"),
-and say in the commit why the old numbers were wrong.
+Regenerate only on purpose, with ``backpressure goldens --update`` (docs/simulation.md,
+"Goldens"), and say in the commit why the old numbers were wrong. The last test
+checks that the command writes these same bytes.
 """
 
 import difflib
@@ -9,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from backpressure.generator.ci import goldens
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.paths import ROOT as ROOT_DIR
 from click.testing import CliRunner
@@ -82,3 +84,10 @@ def test_llm_rig_tick_file_is_frozen(tmp_path):
         str(path),
     )
     _same(path.read_text(encoding="utf-8"), GOLDENS / "llm-7b-q4-24gb.ticks.csv")
+
+
+def test_the_goldens_command_writes_these_same_files(cat):
+    for name in goldens.SIM_RUNS:
+        scenario = name
+        _same(goldens.sim_ticks_csv(cat, scenario), GOLDENS / f"{name}.ticks.csv")
+    assert set(goldens.GENERATORS) >= {f"{n}.sweep.json" for n in goldens.SIM_RUNS}

@@ -177,6 +177,8 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
     allowed |= {"scenario/index.html", scenario}
     # Published serving runs on this GPU are replayed on the accuracy page.
     allowed.add("accuracy/index.html")
+    # The rig builder states the size of this GPU's data file, which moved with it.
+    allowed.add("rig/index.html")
     assert f"gpu/{GPU}/index.html" in hubs  # the spec table shows the bandwidth
     assert scenario in hubs
     assert hubs <= allowed
@@ -184,8 +186,10 @@ def test_one_gpu_edit_rerenders_only_what_it_affects(project, tmp_path):
         "methodology/index.html",
         "gpu/h100-sxm/index.html",
         "scenario/app-postgres/index.html",
+        "rig/data/gpu/h100-sxm.json",
     ):
         assert after[untouched] == before[untouched]
+    assert f"rig/data/gpu/{GPU}.json" in changed  # the builder's data follows the catalog
 
     # And the result is exactly what a build from scratch gives.
     clean = project.clean(tmp_path / "clean")

@@ -1,0 +1,118 @@
+// The serving model's step cost, as engine/serving/step.py step_parts, and the
+// LLM node's per-tick service built on it, as engine/sim/llm.py. Integer
+// arithmetic stays exact in doubles (every count is far below 2**53).
+
+const W_DENSE = 0;
+const W_EXPERT = 1;
+const KV_FULL = 2;
+const KV_WINDOW = 3;
+const WINDOW = 4;
+const BANDWIDTH = 5;
+const FLOPS_TOKEN = 6;
+const FLOPS_PAIR = 7;
+const FLOPS = 8;
+const PASS_S = 9;
+const STEP_S = 10;
+const AR_S = 11;
+const AR_TOKEN_S = 12;
+const SEQ_S = 13;
+const REQUEST_S = 14;
+const LATENCY_S = 15;
+const STATE = 16;
+export const COST_FIELDS = 17;
+
+const SEQ_DUST = 1e-9;
+
+// Floor division of non-negative integers.
+export function idiv(a, b) {
+  let q = Math.floor(a / b);
+  if (q * b > a) q -= 1;
+  else if ((q + 1) * b <= a) q += 1;
+  return q;
+}
+
+// E[t] = n (1 - (1 - k/n)^t) for t = 0 .. maxTokens, powers by repeated product.
+export function distinctExperts(numExperts, perToken, maxTokens) {
+  const table = new Float64Array(maxTokens + 1);
+  if (numExperts <= 0) return table;
+  const miss = 1.0 - perToken / numExperts;
+  let power = 1.0;
+  for (let t = 1; t <= maxTokens; t++) {
+    power = power * miss;
+    table[t] = numExperts * (1.0 - power);
+  }
+  return table;
+}
+
+export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens, pairs, passes, seqs) {
+  const tokens = decode + prefill;
+  if (tokens <= 0) return 0.0;
+  const perPass = idiv(tokens + passes - 1, passes);
+  const weights = passes * (cost[W_DENSE] + cost[W_EXPERT] * experts[perPass]);
+  const window = cost[WINDOW];
+  const windowed = window <= 0.0 ? kvTokens : Math.min(kvTokens, decode * window);
+  const kv =
+    (kvTokens + prefixTokens) * cost[KV_FULL] + (windowed + prefixTokens) * cost[KV_WINDOW];
+  const memory = (weights + kv + decode * cost[STATE]) / cost[BANDWIDTH];
+  const compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kvTokens + pairs)) / cost[FLOPS];
+  const device =
+    Math.max(memory, compute) + passes * cost[PASS_S] + cost[AR_S] + tokens * cost[AR_TOKEN_S];
+  const host = cost[STEP_S] + seqs * cost[SEQ_S];
+  return host > device ? host : device;
+}
+
+function batch(inflight, slots) {
+  if (inflight <= SEQ_DUST) return 0;
+  return Math.min(Math.ceil(inflight - SEQ_DUST), slots);
+}
+
+function promptStep(llm, decoding) {
+  const { cost, experts, prompt, output, budget, ubatch } = llm;
+  const chunk = Math.min(prompt, Math.max(budget - decoding, 1));
+  const chunks = idiv(prompt + chunk - 1, chunk);
+  const passes = idiv(decoding + chunk + ubatch - 1, ubatch);
+  const kv = decoding * (prompt + 0.5 * output);
+  const prefix = chunk * (chunks - 1) * 0.5;
+  const pairs = chunk * (prompt + 1) * 0.5;
+  return [stepTime(cost, experts, decoding, kv, chunk, prefix, pairs, passes, decoding + 1), chunks];
+}
+
+// Seconds one request holds a slot with `inflight` sequences running (llm.slot_s).
+export function slotS(llm, inflight) {
+  const n = Math.max(batch(inflight, llm.slots), 1);
+  const [withPrompt, chunks] = promptStep(llm, n - 1);
+  const passes = idiv(n + llm.ubatch - 1, llm.ubatch);
+  const kv = n * (llm.prompt + 0.5 * llm.output);
+  const decode = stepTime(llm.cost, llm.experts, n, kv, 0, 0.0, 0.0, passes, n);
+  const prompts = n * chunks;
+  const steps = Math.max(llm.output - 1 + chunks, prompts);
+  return prompts * withPrompt + (steps - prompts) * decode;
+}
+
+// Seconds from admission to the first token (llm.first_token_s).
+export function firstTokenS(llm, inflight) {
+  const [step, chunks] = promptStep(llm, batch(inflight, llm.slots));
+  return chunks * step + llm.cost[REQUEST_S] + llm.cost[LATENCY_S];
+}
+
+// vLLM admits by the blocks a request holds; llama.cpp by its slots
+// (engine/serving/spec.py requests_held).
+export function requestsHeld(policy, kvBlocks, blockTokens, maxSeqs, prompt, output) {
+  if (policy === 1) return maxSeqs;
+  const perRequest = Math.ceil((prompt + output - 1) / blockTokens);
+  return Math.min(maxSeqs, idiv(kvBlocks, Math.max(perRequest, 1)));
+}
+
+// The node's LLM numbers, with the distinct-experts table it indexes.
+export function llmOf(spec) {
+  const len = Math.max(spec.max_batched_tokens, spec.slots + 1) + 1;
+  return {
+    slots: spec.slots,
+    cost: Float64Array.from(spec.cost),
+    experts: distinctExperts(spec.num_experts, spec.experts_per_token, len - 1),
+    prompt: spec.prompt_tokens,
+    output: spec.output_tokens,
+    budget: spec.max_batched_tokens,
+    ubatch: spec.ubatch_tokens,
+  };
+}
