@@ -126,3 +126,17 @@ def test_a_models_hub_ranks_first_for_its_name(site, browser):
         ]
         assert any(h.endswith("gpu/rtx-4090/llama-3.1-8b/") for h in hrefs)
         page.close()
+
+
+@pytest.mark.parametrize(
+    "path", ["", FIT, PAIR, "gpu/rtx-4090/", "model/llama-3.1-8b/", "methodology/"]
+)
+def test_pages_fit_a_390_px_phone_screen(site, browser, path):
+    # A table may scroll inside its own box; the page itself must not scroll sideways.
+    with serve(site) as base:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(base + path)
+        page.wait_for_load_state("networkidle")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        page.close()
+    assert width <= 390, f"/{path} is {width} px wide on a 390 px screen"
