@@ -19,7 +19,11 @@ const SEQ_S = 13;
 const REQUEST_S = 14;
 const LATENCY_S = 15;
 const STATE = 16;
-export const COST_FIELDS = 17;
+const EXPERT_FLOPS_TOKEN = 17;
+const MOE_FLOPS = 18;
+const A2A_S = 19;
+const A2A_TOKEN_S = 20;
+export const COST_FIELDS = 21;
 
 const SEQ_DUST = 1e-9;
 
@@ -54,9 +58,14 @@ export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens,
   const kv =
     (kvTokens + prefixTokens) * cost[KV_FULL] + (windowed + prefixTokens) * cost[KV_WINDOW];
   const memory = (weights + kv + decode * cost[STATE]) / cost[BANDWIDTH];
-  const compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kvTokens + pairs)) / cost[FLOPS];
-  const device =
-    Math.max(memory, compute) + passes * cost[PASS_S] + cost[AR_S] + tokens * cost[AR_TOKEN_S];
+  let compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kvTokens + pairs)) / cost[FLOPS];
+  if (cost[EXPERT_FLOPS_TOKEN] > 0.0) {
+    // the grouped expert GEMMs run after the dense ones, at their own rate
+    compute = compute + (cost[EXPERT_FLOPS_TOKEN] * tokens) / cost[MOE_FLOPS];
+  }
+  // summed in the order engine/serving/step.py sums them: the bytes must agree
+  const link = cost[AR_S] + tokens * cost[AR_TOKEN_S] + cost[A2A_S] + tokens * cost[A2A_TOKEN_S];
+  const device = Math.max(memory, compute) + passes * cost[PASS_S] + link;
   const host = cost[STEP_S] + seqs * cost[SEQ_S];
   return host > device ? host : device;
 }
