@@ -111,7 +111,7 @@ ODD_ID = "odd_id.with-every_char.0"  # every character an id may hold
 GPUS = ("rtx-4090", "h100-sxm", "m4-max-128gb", "rtx-3060-12gb")
 RIGS = ("2x-rtx-4090",)
 MODELS = ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-9b")
-SETTINGS = "contexts: [2048, 8192]\nsweep_quants: [q4_k_m, bf16, fp8]\nload_points: 10\n"
+SETTINGS = "contexts: [2048, 8192]\nsweep_quants: [q4_k_m, bf16, fp8]\n"
 
 
 class _Cycle:
