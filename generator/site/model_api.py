@@ -53,7 +53,9 @@ def model_file(model: str) -> str:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Canonical compact JSON; ``<``, ``>`` and ``&`` as escapes (a name is data, never markup)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def _num(value: float) -> float | None:

@@ -143,16 +143,19 @@ def document(cat: Catalog, model: str, configs: list[dict[str, Any]]) -> dict[st
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(
+    """Canonical compact JSON; ``<``, ``>`` and ``&`` as escapes (a name is data, never markup)."""
+    text = json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def dumps(doc: dict[str, Any]) -> str:
     """Canonical text of a document: sorted keys, no NaN, one config per line.
 
-    The same bytes as ``json.dumps(doc, sort_keys=True, separators=(",", ":"))``
-    but for the line breaks between configs (``configs`` sorts first).
+    The same data as ``json.dumps(doc, sort_keys=True, separators=(",", ":"))``
+    but for the line breaks between configs (``configs`` sorts first) and the
+    markup characters written as escapes.
     """
     if set(doc) != {"configs", "model", "name"}:
         raise ValueError(f"a model document has configs, model and name, not {sorted(doc)}")

@@ -8,6 +8,7 @@ import math
 import pytest
 from backpressure.generator.plan.economics import device_price
 from backpressure.generator.site import model_json
+from backpressure.generator.site.links import row_url
 
 from tests.generator.fixtures import evaluated
 
@@ -63,7 +64,7 @@ def test_one_file_per_model_with_every_config_and_field(cat, sweep, docs):
     for doc in docs.values():
         for c in doc["configs"]:
             r = by_id[c["id"]]
-            assert c["url"] == r.permalink
+            assert c["url"] == row_url(r)  # the page, or the anchored row when there is none
             assert (c["gpu"], c["quant"], c["context"], c["fits"]) == (
                 r.gpu,
                 r.quant,
