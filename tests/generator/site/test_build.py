@@ -64,7 +64,10 @@ def test_files_per_config_are_what_the_design_says(built):
     files = {f for f in assemble.site_files(site) if f.startswith("gpu/")}
     assert files == expected
     api = {f for f in assemble.site_files(site) if f.startswith("api/")}
-    assert api == {"api/models.json"} | {f"api/models/{m}.json" for m in {r.model for r in rows}}
+    models = {r.model for r in rows}
+    # one record file and one ranking file per model, and the index
+    want = {f"api/{kind}/{m}.json" for m in models for kind in ("models", "rank")}
+    assert api == {"api/models.json"} | want
 
 
 def test_model_json_lists_every_config_of_the_model(built, cat):
