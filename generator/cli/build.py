@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from backpressure.generator.cli.options import (
+    COMMAND_SETTINGS,
     BadInput,
     catalog_option,
     environment_error,
@@ -43,7 +44,7 @@ def _sweep(
     return sweep_dir
 
 
-@click.command("build")
+@click.command("build", context_settings=COMMAND_SETTINGS)
 @catalog_option
 @click.option(
     "--out",

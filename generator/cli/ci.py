@@ -7,13 +7,20 @@ from typing import Any
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, Finite, catalog_option, jobs_option, load
+from backpressure.generator.cli.options import (
+    COMMAND_SETTINGS,
+    BadInput,
+    Finite,
+    catalog_option,
+    jobs_option,
+    load,
+)
 from backpressure.generator.cli.progress import make_progress
 from backpressure.generator.paths import ROOT
 from backpressure.generator.sweep.run import default_jobs
 
 
-@click.command("verify")
+@click.command("verify", context_settings=COMMAND_SETTINGS)
 @click.argument("target")
 @click.option(
     "--site",
@@ -134,7 +141,7 @@ def _site_url(config_file: Path | None) -> str:
     return (cfg.site_url or "").rstrip("/")
 
 
-@click.command("diff")
+@click.command("diff", context_settings=COMMAND_SETTINGS)
 @click.argument("old")
 @click.argument("new")
 @click.option(
@@ -174,7 +181,7 @@ def diff_command(old: str, new: str, tolerance: float, work: Path, jobs: int | N
         raise click.exceptions.Exit(1)
 
 
-@click.command("goldens")
+@click.command("goldens", context_settings=COMMAND_SETTINGS)
 @click.option(
     "--update",
     is_flag=True,

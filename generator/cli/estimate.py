@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from backpressure.generator.cli.options import (
+    COMMAND_SETTINGS,
     CONTEXT,
     BadInput,
     Finite,
@@ -37,7 +38,7 @@ def _dump(obj: object) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-@click.command("estimate")
+@click.command("estimate", context_settings=COMMAND_SETTINGS)
 @click.option("--gpu", help="Catalog GPU or rig id (see `backpressure catalog`).")
 @click.option(
     "--vram-gb",
@@ -221,7 +222,7 @@ def estimate_command(
     click.echo(_dump(estimate_json(est)) if as_json else render(est))
 
 
-@click.command("catalog")
+@click.command("catalog", context_settings=COMMAND_SETTINGS)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @catalog_option
 def catalog_command(as_json: bool, catalog_dir: Path | None) -> None:

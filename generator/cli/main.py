@@ -7,14 +7,14 @@ from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.build import build_command
 from backpressure.generator.cli.ci import diff_command, goldens_command, verify_command
 from backpressure.generator.cli.estimate import catalog_command, estimate_command
-from backpressure.generator.cli.options import environment_error, show_notes
+from backpressure.generator.cli.options import COMMAND_SETTINGS, environment_error, show_notes
 from backpressure.generator.cli.plan import plan_command
 from backpressure.generator.cli.simulate import simulate_command
 from backpressure.generator.cli.sweep import sweep_command
 
 
 # Every default shows in --help, and so in docs/cli.md, which is generated from it.
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.group(context_settings=COMMAND_SETTINGS)
 @click.version_option(package_name="backpressure")
 def cli() -> None:
     """Honest LLM-serving capacity: slots, ceilings and breaking points."""

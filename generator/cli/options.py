@@ -48,6 +48,11 @@ jobs_option = click.option(
 )
 
 
+# Every command carries these itself, not only through the group: click caches a
+# command's help option the first time it is built, so a command run on its own
+# would otherwise print a different --help than docs/cli.md shows.
+COMMAND_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "show_default": True}
+
 _CONTEXT = re.compile(r"(\d+)([kKmM]?)")
 _SUFFIX = {"": 1, "k": 1024, "m": 1024 * 1024}
 MAX_CONTEXT = 2**25  # far above any model's; more is a typo

@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option, load
+from backpressure.generator.cli.options import (
+    COMMAND_SETTINGS,
+    BadInput,
+    catalog_option,
+    jobs_option,
+    load,
+)
 from backpressure.generator.cli.progress import make_progress
 
 if TYPE_CHECKING:
@@ -74,7 +80,7 @@ def _read(cat: Catalog, where: Path | None, model: str | None, device: str | Non
     return sweep
 
 
-@click.command("plan")
+@click.command("plan", context_settings=COMMAND_SETTINGS)
 @click.option("--model", help="Catalog model id or Hugging Face repo id to plan for.")
 @click.option("--rps", type=float, help="Target rate [requests/s] (needed with --model).")
 @click.option(

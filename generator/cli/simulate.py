@@ -7,10 +7,17 @@ from pathlib import Path
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, Finite, catalog_option, load, positive
+from backpressure.generator.cli.options import (
+    COMMAND_SETTINGS,
+    BadInput,
+    Finite,
+    catalog_option,
+    load,
+    positive,
+)
 
 
-@click.command("simulate")
+@click.command("simulate", context_settings=COMMAND_SETTINGS)
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--seed",

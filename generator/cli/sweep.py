@@ -7,12 +7,17 @@ from pathlib import Path
 
 import click
 from backpressure.catalog.errors import CatalogError
-from backpressure.generator.cli.options import BadInput, catalog_option, jobs_option
+from backpressure.generator.cli.options import (
+    COMMAND_SETTINGS,
+    BadInput,
+    catalog_option,
+    jobs_option,
+)
 from backpressure.generator.cli.progress import make_progress
 from backpressure.generator.sweep.run import default_jobs, run_sweep
 
 
-@click.command("sweep")
+@click.command("sweep", context_settings=COMMAND_SETTINGS)
 @catalog_option
 @click.option(
     "--out",

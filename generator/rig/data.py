@@ -17,7 +17,6 @@ settings and calibration, and this module's code.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from backpressure.generator.rig.build import LIMITS
 from backpressure.generator.rig.doc import LOAD_FIELDS, SLO_FIELDS
 from backpressure.generator.rig.fields import CONFIG, fields_of, node_fields
 from backpressure.generator.simulate import Served, served_for
+from backpressure.generator.site.escape import json_text
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
@@ -166,7 +166,9 @@ def rig_files(
     rows = [ConfigRef.of_row(r) for r in results]
 
     def dump(obj: Any) -> str:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+        # markup characters as escapes: catalog names here are data, never markup,
+        # even for a reader that opens the file as a page
+        return json_text(obj) + "\n"
 
     by_device: dict[str, list[ConfigRef]] = {}
     for r in rows:

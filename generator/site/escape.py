@@ -13,14 +13,19 @@
   addresses only; anything else (``javascript:``, ``data:``, ``//host``,
   whitespace tricks) is not a link and is shown as text. Links inside the
   site, built from ids, go through :func:`site_path`.
+- **JSON files** the site serves (``api/``, ``rig/data/``): :func:`json_text`,
+  compact sorted JSON whose strings hold ``< > & " '`` as unicode escapes, so
+  no payload appears verbatim even to a reader that opens the file as a page.
 - **Markdown for other people's documents** (the badge snippet a reader copies):
   :func:`commonmark_text`, backslash escapes, which every CommonMark renderer reads.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 from urllib.parse import urlsplit
 
 from markupsafe import Markup, escape
@@ -128,3 +133,26 @@ def commonmark_text(value: object) -> str:
     """
     visible = "".join(c for c in str(value) if unicodedata.category(c) not in _HIDDEN)
     return _CM_SPECIAL.sub(r"\\\1", visible)
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_PIECE = re.compile(r"""\\.|[<>&']""")
+_JSON_MARKUP = {"<": r"\u003c", ">": r"\u003e", "&": r"\u0026", "'": r"\u0027", '\\"': r"\u0022"}
+
+
+def _json_string(m: re.Match[str]) -> str:
+    return _JSON_PIECE.sub(lambda p: _JSON_MARKUP.get(p.group(0), p.group(0)), m.group(0))
+
+
+def json_text(value: Any) -> str:
+    r"""Compact JSON with sorted keys, markup characters in strings as escapes.
+
+    >>> print(json_text({"name": '<b>"x"</b>', "n": 1}))
+    {"n":1,"name":"\u003cb\u003e\u0022x\u0022\u003c/b\u003e"}
+    >>> json.loads(json_text(["a\\", "it's", 'q"\\"'])) == ["a\\", "it's", 'q"\\"']
+    True
+    """
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return _JSON_STRING.sub(_json_string, text)

@@ -10,7 +10,6 @@ fetch (a model's file is a few hundred kilobytes, a tenth of that gzipped).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -19,6 +18,7 @@ import numpy as np
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.plan.economics import DevicePrice, device_price, usd_per_mtok
 from backpressure.generator.records import ResultRow
+from backpressure.generator.site.escape import json_text
 from backpressure.generator.site.links import has_page, row_url
 
 INDEX = "api/models.json"
@@ -53,9 +53,8 @@ def model_file(model: str) -> str:
 
 
 def _dumps(value: Any) -> str:
-    """Canonical compact JSON; ``<``, ``>`` and ``&`` as escapes (a name is data, never markup)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    """Canonical compact JSON, markup as escapes (a name is data, never markup)."""
+    return json_text(value)
 
 
 def _num(value: float) -> float | None:

@@ -25,7 +25,6 @@ significant digits, one config per line (a rebuild's diff is a line per change).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,6 +34,7 @@ from backpressure.generator.plan.economics import economics, prices_frame
 from backpressure.generator.plan.frame import concurrency_frame, results_frame
 from backpressure.generator.plan.rank import plain, ranking
 from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.site.escape import json_text
 from backpressure.generator.site.links import row_url
 from backpressure.generator.site.pages import device_name
 
@@ -143,11 +143,8 @@ def document(cat: Catalog, model: str, configs: list[dict[str, Any]]) -> dict[st
 
 
 def _dump(value: Any) -> str:
-    """Canonical compact JSON; ``<``, ``>`` and ``&`` as escapes (a name is data, never markup)."""
-    text = json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    """Canonical compact JSON, markup as escapes (a name is data, never markup)."""
+    return json_text(value)
 
 
 def dumps(doc: dict[str, Any]) -> str:

@@ -29,7 +29,9 @@ def cost_points(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     need = ("usd_per_million_output_tokens", "tokens_per_s_per_user")
     return [
         {
-            "device": c["gpu_name"],
+            # the id, not the display name: catalog prose stays out of scripts,
+            # even a JSON data block (the table beside the chart shows the name)
+            "device": c["gpu"],
             "quant": c["quant"],
             "context": context_label(c["context"]),
             "kind": DEVICE_KINDS.get(c["device_kind"] or "", "other"),

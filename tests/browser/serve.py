@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -46,6 +47,21 @@ class _Pages(_Quiet):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+
+def wait_until(page: Any, expression: str, timeout_s: float = 30.0) -> None:
+    """Poll ``expression`` in ``page`` until it is truthy.
+
+    Playwright's ``wait_for_function`` evaluates its predicate with ``eval`` inside
+    the page, which the site's Content-Security-Policy refuses; ``evaluate``
+    goes through the DevTools protocol, which the policy does not govern.
+    """
+    waited = 0.0
+    while not page.evaluate(expression):
+        if waited >= timeout_s:
+            raise AssertionError(f"still false after {timeout_s:g} s: {expression}")
+        page.wait_for_timeout(50)
+        waited += 0.05
 
 
 @contextlib.contextmanager

@@ -26,7 +26,7 @@ from backpressure.generator.rig.page import FIRST_LOAD_BUDGET
 from backpressure.generator.simulate import build_spec, served_for
 from backpressure.generator.site.build import build_site
 
-from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve, wait_until
 from tests.generator.fixtures import write_fixture
 from tests.generator.rig.rigs import RUNNER, data, generated, python_ticks, sha256
 
@@ -156,8 +156,8 @@ def test_wire_a_node_run_and_watch_it_play(site, browser, measure):
         page.wait_for_selector('.bp-rig-health[data-node="node5"]', timeout=30000)
         assert "node=node5%3Apostgres%3Aapp" in page.url or "node=node5:postgres:app" in page.url
         tick = int(page.get_attribute("#bp-rig-health", "data-tick"))
-        page.wait_for_function(
-            f"Number(document.querySelector('#bp-rig-health').dataset.tick) > {tick}"
+        wait_until(
+            page, f"Number(document.querySelector('#bp-rig-health').dataset.tick) > {tick}"
         )  # the run plays
         assert page.inner_text("#bp-rig-bottleneck").strip()
         _shots(page, "wired")

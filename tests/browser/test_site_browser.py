@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 import pytest
 from backpressure.generator.site.build import build_site
 
-from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve
+from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve, wait_until
 from tests.generator.fixtures import write_fixture
 
 pytestmark = pytest.mark.browser
@@ -120,7 +120,7 @@ def test_a_models_hub_ranks_first_for_its_name(site, browser):
         first = page.wait_for_selector(".pagefind-ui__result-link", timeout=15000)
         assert first.get_attribute("href").endswith("model/llama-3.1-8b/")
         # The GPU x model pages follow, each with its headline numbers in the excerpt.
-        page.wait_for_function("document.querySelectorAll('.pagefind-ui__result').length > 1")
+        wait_until(page, "document.querySelectorAll('.pagefind-ui__result').length > 1")
         hrefs = [
             a.get_attribute("href") for a in page.query_selector_all(".pagefind-ui__result-link")
         ]

@@ -31,3 +31,15 @@ def test_the_cli_reference_is_the_help_text_exactly():
     assert reference.documented(doc) == list(cli.commands)
     assert reference.render(doc) == doc, "docs/cli.md is stale: run make cli-docs"
     assert "[default: site]" in doc  # a default, as --help prints it
+
+
+def test_a_command_run_on_its_own_keeps_the_documented_help():
+    # click builds a command's help option once and keeps it: a command run
+    # directly (as tests and scripts do) must not change what --help prints after.
+    from backpressure.generator.cli import reference
+    from click.testing import CliRunner
+
+    for name, command in cli.commands.items():
+        assert CliRunner().invoke(command, ["-h"]).exit_code == 0, name
+    doc = (DOCS / "cli.md").read_text(encoding="utf-8")
+    assert reference.render(doc) == doc
