@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT))
 
 from backpressure.catalog.loader import Catalog, load_catalog  # noqa: E402
 from backpressure.generator.paths import MKDOCS_YML  # noqa: E402
-from backpressure.generator.site import charts, render  # noqa: E402
+from backpressure.generator.site import render  # noqa: E402
 from backpressure.generator.site.build import SiteModel, build_site  # noqa: E402
-from backpressure.generator.site.pages import config_context  # noqa: E402
-from backpressure.generator.site.svg import fallbacks  # noqa: E402
+from backpressure.generator.site.configs import render_config  # noqa: E402
+from backpressure.generator.site.pages import Limits  # noqa: E402
 
 from tests.generator.fixtures import all_combos, write_fixture  # noqa: E402
 
@@ -89,16 +89,13 @@ def mkdocs_sample(cat: Catalog, sweep: Path, n: int) -> dict[str, float]:
     rows = read_results(sweep)[:n]
     m = SiteModel(cat, rows, read_curves(sweep), "")
     env = render.make_env()
+    lim = Limits.of(cat)
     with tempfile.TemporaryDirectory() as tmp:
         docs, site = Path(tmp) / "docs", Path(tmp) / "site"
         docs.mkdir()
         (docs / "index.md").write_text("# Home\n")
         for row in rows:
-            c = m.curves.get(row.config_id)
-            data = charts.datasets_for(row, c, 2000.0)
-            ctx = config_context(cat, row, c, m.nearest.get(row.config_id, []), data)
-            ctx.update(fallback=fallbacks(data), badge_alt="", snippet="")
-            body = env.get_template("config.html.j2").render(**ctx)
+            _title, _description, body = render_config(env, m, row, lim)
             page = docs / row.permalink.rstrip("/")
             page.parent.mkdir(parents=True, exist_ok=True)
             page.with_suffix(".md").write_text(f"---\ntitle: {row.config_id}\n---\n\n{body}\n")
