@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 
 from backpressure.catalog.loader import Catalog, load_catalog
@@ -51,6 +52,33 @@ BOUNDS = {
     "latency": (0.0, 0.2),
 }
 CLIP = 1.0  # |log error| counted at most this much: a few wild rows must not steer the fit
+
+
+def descend(
+    loss: Callable[[dict[str, float]], float],
+    theta: dict[str, float],
+    steps: dict[str, float],
+    bounds: dict[str, tuple[float, float]],
+    rounds: int,
+) -> tuple[dict[str, float], float]:
+    """Coordinate descent within ``bounds``: each round halves the steps.
+
+    Deterministic (keys in ``theta``'s order, + before -), so a refit on the
+    same rows gives the same constants.
+    """
+    best = loss(theta)
+    for _ in range(rounds):
+        improved = True
+        while improved:
+            improved = False
+            for key in theta:
+                for sign in (1, -1):
+                    lo, hi = bounds[key]
+                    trial = {**theta, key: min(hi, max(lo, theta[key] + sign * steps[key]))}
+                    if (value := loss(trial)) < best - 1e-9:
+                        best, theta, improved = value, trial, True
+        steps = {k: v / 2 for k, v in steps.items()}
+    return theta, best
 
 
 def weighted_median(pairs: list[tuple[float, float]]) -> float:
@@ -105,22 +133,7 @@ def fit(cat: Catalog, prepared: list[tuple[Case, Replay]]) -> tuple[dict[str, fl
         total = sum(1.0 / weight[c.curve] for c, _, _ in errs)
         return sum(min(abs(e), CLIP) / weight[c.curve] for c, _, e in errs) / total
 
-    theta = dict(START)
-    best = loss(theta)
-    steps = dict(STEPS)
-    for _ in range(5):
-        improved = True
-        while improved:
-            improved = False
-            for key in theta:
-                for sign in (1, -1):
-                    lo, hi = BOUNDS[key]
-                    trial = {**theta, key: min(hi, max(lo, theta[key] + sign * steps[key]))}
-                    value = loss(trial)
-                    if value < best - 1e-9:
-                        best, theta, improved = value, trial, True
-        steps = {k: v / 2 for k, v in steps.items()}
-    return theta, best
+    return descend(loss, dict(START), STEPS, BOUNDS, rounds=5)
 
 
 MOE_GRID = [0.01 * 1.25**i for i in range(22)]  # 1 % to 100 % of dense peak, log-spaced
@@ -200,19 +213,7 @@ def fit_llama(cat: Catalog) -> tuple[dict[str, float], float, int]:
         "seq": k.seq_overhead_s.get("llama.cpp", 0.0),
         "step": k.step_overhead_s.get("llama.cpp", 0.0),
     }
-    best = loss(theta)
-    steps = dict(LLAMA_STEPS)
-    for _ in range(6):
-        improved = True
-        while improved:
-            improved = False
-            for key in theta:
-                for sign in (1, -1):
-                    lo, hi = LLAMA_BOUNDS[key]
-                    trial = {**theta, key: min(hi, max(lo, theta[key] + sign * steps[key]))}
-                    if (value := loss(trial)) < best - 1e-9:
-                        best, theta, improved = value, trial, True
-        steps = {k: v / 2 for k, v in steps.items()}
+    theta, best = descend(loss, theta, LLAMA_STEPS, LLAMA_BOUNDS, rounds=6)
     return theta, best, len(base)
 
 

@@ -15,8 +15,14 @@ class YamlProblem(ValueError):
     """Why a file could not be read as YAML: one line, no traceback."""
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice and leaves dates as text.
+# libyaml's parser where PyYAML was built with it: the same documents about seven
+# times faster (every command loads the whole catalog). Construction and implicit
+# tags stay in Python, below; libyaml refuses nesting past 1,000 levels itself.
+_Base: Any = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+
+
+class _StrictLoader(_Base):  # type: ignore[misc]
+    """A safe loader that refuses a key given twice and leaves dates as text.
 
     PyYAML would keep the last of two equal keys silently.
     """
@@ -35,7 +41,8 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
             line = key_node.start_mark.line + 1
             raise YamlProblem(f"key {str(key)[:40]!r} given twice (line {line})")
         seen.add(key)
-    return loader.construct_mapping(node, deep=True)
+    mapping: dict[Any, Any] = loader.construct_mapping(node, deep=True)
+    return mapping
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)

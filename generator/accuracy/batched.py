@@ -17,7 +17,6 @@ held out together.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import hashlib
 import math
@@ -28,13 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
 from backpressure.engine.serving.spec import step_cost
 from backpressure.engine.serving.step import distinct_experts, pack, step_time
 from backpressure.generator import resolve
+from backpressure.generator.accuracy.rows import read_cases
 from backpressure.generator.paths import ROOT
 
 DATA = ROOT / "benchmarks" / "data"
@@ -102,17 +101,11 @@ def holdout_curves(curves: list[tuple[str, str]]) -> frozenset[str]:
 
 def load_batched(cat: Catalog, data: Path = DATA) -> tuple[list[BatchedCase], Counter[str]]:
     """Cases for every comparable row, and why the others were left out."""
-    mapping = yaml.safe_load((data / "batched_map.yaml").read_text(encoding="utf-8"))
-    with (data / "batched_bench.csv").open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    skipped: Counter[str] = Counter()
-    cases = []
-    for i, r in enumerate(rows):
-        why, case = _case(cat, mapping, i, r)
-        if case is None:
-            skipped[why] += 1
-        else:
-            cases.append(case)
+    cases, skipped = read_cases(
+        data / "batched_bench.csv",
+        data / "batched_map.yaml",
+        lambda mapping, i, r: _case(cat, mapping, i, r),
+    )
     held = holdout_curves([(f"{c.gpu}|{c.model}", c.curve) for c in cases])
     return [dataclasses.replace(c, holdout=c.curve in held) for c in cases], skipped
 

@@ -15,7 +15,6 @@ fitted, or held out, together.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import math
 import re
@@ -26,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.capacity import estimate
 from backpressure.engine.inputs import Constants, Device
@@ -37,6 +35,7 @@ from backpressure.engine.serving.run import Run, serve
 from backpressure.engine.serving.spec import server
 from backpressure.engine.sim.libm import ln
 from backpressure.generator import resolve
+from backpressure.generator.accuracy.rows import read_cases
 from backpressure.generator.paths import ROOT
 
 DATA = ROOT / "benchmarks" / "data"
@@ -136,18 +135,11 @@ def _is_holdout(curve: str) -> bool:
 
 def load_cases(cat: Catalog, data: Path = DATA) -> tuple[list[Case], Counter[str]]:
     """Cases for every comparable row, and why the others were left out."""
-    mapping = yaml.safe_load((data / "serving_map.yaml").read_text(encoding="utf-8"))
-    with (data / "serving_load.csv").open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
-    skipped: Counter[str] = Counter()
-    cases = []
-    for i, r in enumerate(rows):
-        why, case = _case(cat, mapping, i, r)
-        if case is None:
-            skipped[why] += 1
-        else:
-            cases.append(case)
-    return cases, skipped
+    return read_cases(
+        data / "serving_load.csv",
+        data / "serving_map.yaml",
+        lambda mapping, i, r: _case(cat, mapping, i, r),
+    )
 
 
 def _case(

@@ -32,6 +32,7 @@ def cost_points(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # the id, not the display name: catalog prose stays out of scripts,
             # even a JSON data block (the table beside the chart shows the name)
             "device": c["gpu"],
+            "id": c["id"],  # the table's row: the chart follows the table's filters
             "quant": c["quant"],
             "context": context_label(c["context"]),
             "kind": DEVICE_KINDS.get(c["device_kind"] or "", "other"),

@@ -132,6 +132,32 @@ def test_filters_by_context_quant_and_device_kind(page, configs):
     assert "does not fit" in text
 
 
+def test_the_cost_chart_plots_what_the_table_lists(page, configs):
+    _open_rank(page)
+    chart = '.bp-chart[data-kind="cost"]'
+    page.wait_for_selector(f"{chart}[data-points]", state="attached", timeout=30000)
+    points = set(
+        page.evaluate(f"document.querySelector('{chart}').bpView.data('cost').map(p => p.id)")
+    )
+    plotted = {
+        c["id"]
+        for c in configs
+        if c["usd_per_million_output_tokens"] and c["tokens_per_s_per_user"]
+    }
+    assert points == plotted
+    assert len(points) > 2
+    page.select_option("#bp-f-quant", "q4_k_m")
+    listed = set(_ids(page))
+    points = set(
+        page.evaluate(f"document.querySelector('{chart}').bpView.data('cost').map(p => p.id)")
+    )
+    assert points == plotted & listed
+    assert 0 < len(points) < len(plotted)
+    assert page.get_attribute(chart, "data-points") == str(len(points))
+    page.select_option("#bp-f-quant", "")  # and back: every point again
+    assert page.get_attribute(chart, "data-points") == str(len(plotted))
+
+
 def test_target_rate_fills_the_replicas_column(page, configs):
     _open_rank(page)
     page.fill("#bp-target", "20")

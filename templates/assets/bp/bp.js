@@ -50,9 +50,12 @@
       box.appendChild(target);
       // ast: expressions are interpreted, never compiled with Function(): the pages'
       // Content-Security-Policy allows no eval.
-      window.vegaEmbed(target, spec, { actions: false, renderer: "svg", ast: true }).then(function () {
+      window.vegaEmbed(target, spec, { actions: false, renderer: "svg", ast: true }).then(function (result) {
         box.querySelectorAll(".bp-sketch").forEach(function (el) { el.remove(); });
         box.setAttribute("data-rendered", "svg");
+        // a page's own script may change what the chart shows (the ranking's filters)
+        box.bpView = result.view;
+        box.dispatchEvent(new CustomEvent("bp-drawn"));
       }).catch(function (err) {
         target.remove();
         console.warn("chart " + kind + " kept its static fallback: " + err);

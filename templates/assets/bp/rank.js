@@ -38,6 +38,7 @@
   };
   var state = { sort: "rate", desc: true, cmp: [] };
   var configs = [];
+  var loaded = false;
 
   function rps(x) {
     if (x >= 100) return Math.round(x).toLocaleString("en-US");
@@ -143,8 +144,29 @@
     }).map(function (p) { return p[1]; });
   }
 
+  // The cost chart plots what the table lists: its points are filtered with the rows.
+  var chartBox = document.querySelector('.bp-chart[data-kind="cost"]');
+  var allPoints = null;
+  function followChart(list) {
+    var view = chartBox && chartBox.bpView;
+    if (!view || !window.vega || !loaded) return; // drawn before the rows came: wait for them
+    if (allPoints === null) {
+      allPoints = view.data("cost").map(function (p) {
+        var copy = {};
+        Object.keys(p).forEach(function (k) { copy[k] = p[k]; });
+        return copy;
+      });
+    }
+    var on = {};
+    list.forEach(function (c) { on[c.id] = true; });
+    var keep = allPoints.filter(function (p) { return on[p.id] === true; });
+    view.change("cost", window.vega.changeset().remove(window.vega.truthy).insert(keep)).run();
+    chartBox.setAttribute("data-points", String(keep.length));
+  }
+
   function render() {
     var list = ordered(shown());
+    followChart(list);
     var frag = document.createDocumentFragment();
     list.forEach(function (c) { frag.appendChild(row(c)); });
     tbody.replaceChildren(frag);
@@ -213,6 +235,7 @@
       changed();
     });
     window.addEventListener("hashchange", function () { readHash(); render(); });
+    if (chartBox) chartBox.addEventListener("bp-drawn", function () { followChart(shown()); });
   }
 
   readHash();
@@ -223,6 +246,7 @@
     })
     .then(function (doc) {
       configs = Array.isArray(doc.configs) ? doc.configs : [];
+      loaded = true;
       wire();
       render();
     })
