@@ -13,6 +13,9 @@ files a reader sees are made again with the site's own code and compared:
   byte for byte. A config that does not fit must have neither;
 - its cells on the GPU hub, the model hub and (for the headline configs) the home page.
 
+A whole site's ``api/models.json`` must index its model files as the site
+writes it: each model's name, link, config count and count of configs that fit.
+
 A site directory is verified whole, or on a seeded sample (``--sample N``).
 Exit 1 for any mismatch, 2 for a file that cannot be read.
 """
@@ -30,7 +33,9 @@ from backpressure.generator.ci.published import (
     Finding,
     VerifyError,
     compare_fields,
+    read_bytes,
     read_json,
+    short_diff,
 )
 from backpressure.generator.ci.recheck import Checker
 from backpressure.generator.keys import InputKeys
@@ -113,8 +118,11 @@ def verify_site(checker: Checker, sample: int | None, seed: int) -> Outcome:
     from backpressure.generator.site.model_api import model_file
 
     index: dict[str, str] = {}
+    counts: dict[str, tuple[int, int]] = {}
     for model in sorted({c.model for c in checker.combos.values()}):
-        index.update(checker.model_lines(model))
+        lines = checker.model_lines(model)
+        index.update(lines)
+        counts[model] = (len(lines), sum(_fits(line) for line in lines.values()))
     wanted = sorted(checker.combos)
     missing = sorted(set(wanted) - set(index))
     extra = sorted(set(index) - set(wanted))
@@ -133,7 +141,26 @@ def verify_site(checker: Checker, sample: int | None, seed: int) -> Outcome:
         outcome.findings.append(
             Finding("api/models/", f"{len(extra)} config(s) the catalog has not, e.g. {extra[0]}")
         )
+    outcome.findings += _check_index(checker, counts)
     return outcome
+
+
+def _fits(line: str) -> bool:
+    """Whether a published config line says it fits (a damaged line is reported on its own)."""
+    try:
+        item = strict_json.loads_strict(line.encode("utf-8"))
+    except strict_json.StrictJsonError:
+        return False
+    return isinstance(item, dict) and item.get("fits") is True
+
+
+def _check_index(checker: Checker, counts: dict[str, tuple[int, int]]) -> list[Finding]:
+    """``api/models.json`` against the model files it indexes: names, links and counts."""
+    from backpressure.generator.site.model_api import INDEX, index_text
+
+    published = read_bytes(checker.site / INDEX).decode("utf-8", errors="replace")
+    expected = index_text(checker.cat, counts, checker.site_url)
+    return [] if published == expected else [Finding(INDEX, short_diff(published, expected))]
 
 
 def published_ids(published: Any) -> list[str]:

@@ -11,7 +11,7 @@ fetch (a model's file is a few hundred kilobytes, a tenth of that gzipped).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -130,16 +130,23 @@ def model_json(cat: Catalog, model: str, rows: Iterable[ResultRow], site_url: st
 
 def index_json(cat: Catalog, by_model: dict[str, list[ResultRow]], site_url: str) -> str:
     """``api/models.json``: one line per model file, with its config counts."""
+    counts = {m: (len(rows), sum(r.fits for r in rows)) for m, rows in by_model.items()}
+    return index_text(cat, counts, site_url)
+
+
+def index_text(cat: Catalog, counts: Mapping[str, tuple[int, int]], site_url: str) -> str:
+    """``api/models.json`` from each model's (configs, configs that fit)."""
     items = []
-    for mid in sorted(by_model):
+    for mid in sorted(counts):
         url = model_file(mid)
+        configs, fits = counts[mid]
         items.append(
             {
                 "model": mid,
                 "name": cat.models[mid].name if mid in cat.models else mid,
                 "url": f"{site_url}/{url}" if site_url else url,
-                "configs": len(by_model[mid]),
-                "fits": sum(r.fits for r in by_model[mid]),
+                "configs": configs,
+                "fits": fits,
             }
         )
     return "[\n" + ",\n".join(_dumps(i) for i in items) + "\n]\n"

@@ -170,6 +170,20 @@ def test_a_changed_model_json_line(site, capsys):
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [('"configs":', '"configs":1'), ('"fits":', '"fits":1'), ('"name":"', '"name":"x')],
+)
+def test_a_changed_model_index(site, capsys, old, new):
+    # api/models.json indexes the model files: its counts, names and links must be theirs
+    root, catalog = site
+    edit(root / "api" / "models.json", old, new)
+    code, out = run(capsys, str(root), "--catalog", str(catalog))
+    assert code == 1
+    assert "api/models.json: " in out
+    assert "first difference" in out
+
+
+@pytest.mark.parametrize(
     ("old", "new", "what"),
     [
         ('"slots":{n}', '"slots":{m}', "slots: published {m}, recomputed {n}"),
@@ -217,10 +231,12 @@ def test_a_file_that_cannot_be_read_is_exit_2(site, capsys, damage):
     assert "llama-3.1-8b.json" in out
 
 
-def test_a_site_without_its_model_index_is_exit_2(site, capsys):
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_site_without_its_model_index_is_exit_2(site, capsys, whole):
     root, catalog = site
     (root / "api" / "models.json").unlink()
-    code, out = run(capsys, CID, "--site", str(root), "--catalog", str(catalog))
+    target = [str(root)] if whole else [CID, "--site", str(root)]
+    code, out = run(capsys, *target, "--catalog", str(catalog))
     assert code == 2
     assert "api/models.json" in out
 
