@@ -292,7 +292,10 @@ def test_the_golden_runs_and_generated_rigs_give_python_bytes_in_chromium(site, 
     _same_bytes_in_chromium(site, browser, cat, 30)
 
 
+# Not traced for coverage: the fast test beside it runs the same code, and tracing
+# the Python side of 300 runs would double the suite's longest test.
 @pytest.mark.slow
+@pytest.mark.no_cover
 def test_hundreds_of_generated_rigs_give_python_bytes_in_chromium(site, browser, cat):
     _same_bytes_in_chromium(site, browser, cat, 300)
 

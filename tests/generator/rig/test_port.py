@@ -100,7 +100,10 @@ def test_generated_rigs_give_the_python_bytes_in_node(cat):
     assert {None, "p99", "ttft", "error_budget"} <= rules  # the rigs pass and fail every way
 
 
+# Not traced for coverage: the fast test beside it runs the same code, and tracing
+# the Python side of 300 runs would double the suite's longest test.
 @pytest.mark.slow
+@pytest.mark.no_cover
 def test_hundreds_of_generated_rigs_give_the_python_bytes_in_node(cat):
     _compare_rigs(cat, generated(SLOW_RIGS, seed=2024))
 
