@@ -49,10 +49,12 @@ browser-deps:
 	command -v node >/dev/null || (apt-get update -qq && apt-get install -y -qq nodejs)
 
 # Coverage of engine/ is measured on every run and fails under the floor
-# (pyproject.toml [tool.coverage.report]). One worker per core; a test file's
-# tests share a worker, so a site a module builds once is built once.
+# (pyproject.toml [tool.coverage.report]). One worker per core, at most four (a
+# worker builds sites and runs chromium: more would cost memory, not time, as a
+# few long test files set the length); a test file's tests share a worker, so a
+# site a module builds once is built once.
 test: install
-	$(BIN)/python -m pytest -q -n auto --dist loadfile --cov --cov-report=term
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile --cov --cov-report=term
 
 goldens: install
 	@echo "Regenerating goldens: the commit must say why the old numbers were wrong."
