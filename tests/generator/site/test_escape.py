@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from html import unescape
 
 import markdown
 import pytest
-from backpressure.generator.site.escape import commonmark_text, http_url, md_link, md_text
+from backpressure.generator.site.escape import (
+    commonmark_text,
+    http_url,
+    json_text,
+    md_link,
+    md_text,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -88,3 +95,24 @@ def test_an_http_url_is_a_link_as_written():
 )
 def test_commonmark_text_escapes_punctuation(text, expect):
     assert commonmark_text(text) == expect
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(st.sampled_from("<>&\"'\\/ab\u00e9\n")),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(st.sampled_from("<>&\"'\\ab"), max_size=4), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=500)
+@given(JSON_VALUES)
+def test_json_text_is_the_same_data_with_no_markup_character_in_a_string(value):
+    text = json_text(value)
+    assert json.loads(text) == value
+    assert not set("<>&'") & set(text)
+
+    # no quote inside a string: past the escaped backslashes, no backslash-quote is left
+    assert '\\"' not in text.replace("\\\\", "")
