@@ -52,11 +52,6 @@ def model_file(model: str) -> str:
     return f"api/models/{model}.json"
 
 
-def _dumps(value: Any) -> str:
-    """Canonical compact JSON, markup as escapes (a name is data, never markup)."""
-    return json_text(value)
-
-
 def _num(value: float) -> float | None:
     """A cost to four significant figures (no price is known better), None for no figure."""
     return None if math.isnan(value) else float(f"{value:.4g}")
@@ -111,13 +106,13 @@ def config_item(row: ResultRow, site_url: str, prices: Prices) -> dict[str, Any]
 
 def config_line(row: ResultRow, site_url: str, prices: Prices) -> str:
     """One config's line of its model's JSON index (without the separating comma)."""
-    return _dumps(config_item(row, site_url, prices))
+    return json_text(config_item(row, site_url, prices))
 
 
 def frame(cat: Catalog, model: str) -> tuple[str, str]:
     """The text before and after the config lines of a model's index."""
     name = cat.models[model].name if model in cat.models else model
-    return '{"configs":[\n', "\n]," + _dumps({"model": model, "name": name})[1:] + "\n"
+    return '{"configs":[\n', "\n]," + json_text({"model": model, "name": name})[1:] + "\n"
 
 
 def model_json(cat: Catalog, model: str, rows: Iterable[ResultRow], site_url: str) -> str:
@@ -149,4 +144,4 @@ def index_text(cat: Catalog, counts: Mapping[str, tuple[int, int]], site_url: st
                 "fits": fits,
             }
         )
-    return "[\n" + ",\n".join(_dumps(i) for i in items) + "\n]\n"
+    return "[\n" + ",\n".join(json_text(i) for i in items) + "\n]\n"

@@ -142,11 +142,6 @@ def document(cat: Catalog, model: str, configs: list[dict[str, Any]]) -> dict[st
     return {"model": model, "name": entry.name if entry else model, "configs": configs}
 
 
-def _dump(value: Any) -> str:
-    """Canonical compact JSON, markup as escapes (a name is data, never markup)."""
-    return json_text(value)
-
-
 def dumps(doc: dict[str, Any]) -> str:
     """Canonical text of a document: sorted keys, no NaN, one config per line.
 
@@ -156,9 +151,10 @@ def dumps(doc: dict[str, Any]) -> str:
     """
     if set(doc) != {"configs", "model", "name"}:
         raise ValueError(f"a model document has configs, model and name, not {sorted(doc)}")
-    lines = ",\n".join(_dump(c) for c in doc["configs"])
+    lines = ",\n".join(json_text(c) for c in doc["configs"])
     body = f"\n{lines}\n" if lines else ""
-    return f'{{"configs":[{body}],"model":{_dump(doc["model"])},"name":{_dump(doc["name"])}}}\n'
+    model, name = json_text(doc["model"]), json_text(doc["name"])
+    return f'{{"configs":[{body}],"model":{model},"name":{name}}}\n'
 
 
 def files(cat: Catalog, by_model: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
