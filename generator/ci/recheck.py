@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from html import escape as html_escape
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.ci import strict_json
@@ -36,7 +36,8 @@ from backpressure.generator.results_io import (
     read_results,
     results_csv,
 )
-from backpressure.generator.site.model_api import Prices
+from backpressure.generator.site.escape import json_text
+from backpressure.generator.site.model_json import model_configs
 from backpressure.generator.site.siblings import Published
 from backpressure.generator.sweep.combos import Combo, enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
@@ -64,7 +65,6 @@ class Checker:
         self._home: tuple[str, int, frozenset[str]] | None = None
         self._pages: dict[str, str] = {}
         self.pair_row = self.env.get_template("_pair_row.html.j2").module.pair_row  # type: ignore[attr-defined]
-        self.prices = Prices(cat)
 
     def combo(self, cid: str) -> Combo:
         """The combo ``cid`` names in this catalog."""
@@ -73,21 +73,13 @@ class Checker:
         return self.combos[cid]
 
     def recompute(self, cids: list[str]) -> Iterator[tuple[ResultRow, Curves]]:
-        """Rows and curves of ``cids``, evaluated as the sweep does (in shared batches).
+        """Rows and curves of ``cids`` as the site reads them (see :func:`recompute`)."""
+        return recompute(self.cat, self.keys, [self.combo(c) for c in cids])
 
-        Each passes through the sweep's files and back, as the site reads them
-        (a float stays a float, curves become what ``curves.jsonl`` gives).
-        """
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            for i in range(0, len(cids), BATCH):
-                batch = cids[i : i + BATCH]
-                todo = [(self.combo(c), self.keys.fingerprint_key(self.combo(c))) for c in batch]
-                done = evaluate_many(self.cat, todo)
-                (folder / RESULTS).write_text(results_csv(r for r, _ in done), encoding="utf-8")
-                rows = {r.config_id: r for r in read_results(folder)}
-                for row, curves in done:
-                    yield rows[row.config_id], parse_curves(curves_line(curves))
+    def lines(self, fresh: Iterable[tuple[ResultRow, Curves]]) -> dict[str, str]:
+        """By config id, the line its model's JSON index should hold for ``fresh``."""
+        items = expected_items(self.cat, fresh, self.site_url)
+        return {cid: json_text(item) for cid, item in items.items()}
 
     def model_lines(self, model: str) -> dict[str, str]:
         """``api/models/<model>.json``'s line by config id (read strictly, once).
@@ -156,10 +148,13 @@ class Checker:
             self._pages[rel] = read_bytes(self.site / rel).decode("utf-8", errors="replace")
         return self._pages[rel]
 
-    def check(self, row: ResultRow, curves: Curves, refs: Iterable[Published]) -> list[Finding]:
+    def check(
+        self, row: ResultRow, curves: Curves, refs: Iterable[Published], line: str
+    ) -> list[Finding]:
         """Every file a reader sees of ``row``'s config against its recomputation.
 
-        ``refs`` are the model's configs as published (the page's sibling links).
+        ``refs`` are the model's configs as published (the page's sibling links),
+        ``line`` the config's expected line of its model's JSON index (:meth:`lines`).
         """
         from backpressure.generator.site import configs
         from backpressure.generator.site.hubs import cell
@@ -171,7 +166,7 @@ class Checker:
         from backpressure.generator.site.svg import badge
 
         cid, found = row.config_id, []
-        found += self._check_line(row)
+        found += self._check_line(row, line)
         pair_rel = page_path(pair_dir(row.gpu, row.model))
         html = str(self.pair_row(row_context(self.cat, row)))
         if self.page(pair_rel).count(html) != 1:
@@ -250,12 +245,11 @@ class Checker:
         quant, ctx, shown = self._home
         return (row.quant, row.context, row.kv_dtype) == (quant, ctx, "auto") and row.model in shown
 
-    def _check_line(self, row: ResultRow) -> list[Finding]:
+    def _check_line(self, row: ResultRow, expected: str) -> list[Finding]:
         """The config's line of its model's JSON index, byte for byte, else field by field."""
-        from backpressure.generator.site.model_api import config_line, model_file
+        from backpressure.generator.site.model_api import model_file
 
         rel = model_file(row.model)
-        expected = config_line(row, self.site_url, self.prices)
         published = self.model_lines(row.model).get(row.config_id)
         if published is None:
             return [Finding(rel, f"{row.config_id}: no line for this config")]
@@ -273,3 +267,32 @@ class Checker:
             f"{len(diffs)} field(s) differ: {detail}" if diffs else short_diff(published, expected)
         )
         return [Finding(rel, f"{row.config_id}: {what}")]
+
+
+def recompute(
+    cat: Catalog, keys: InputKeys, combos: list[Combo]
+) -> Iterator[tuple[ResultRow, Curves]]:
+    """Rows and curves of ``combos``, evaluated as the sweep does (in shared batches).
+
+    Each passes through the sweep's files and back, as the site reads them
+    (a float stays a float, curves become what ``curves.jsonl`` gives).
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        for i in range(0, len(combos), BATCH):
+            done = evaluate_many(cat, [(c, keys.fingerprint_key(c)) for c in combos[i : i + BATCH]])
+            (folder / RESULTS).write_text(results_csv(r for r, _ in done), encoding="utf-8")
+            rows = {r.config_id: r for r in read_results(folder)}
+            for row, curves in done:
+                yield rows[row.config_id], parse_curves(curves_line(curves))
+
+
+def expected_items(
+    cat: Catalog, fresh: Iterable[tuple[ResultRow, Curves]], site_url: str
+) -> dict[str, dict[str, Any]]:
+    """By config id, its object in its model's JSON index, made from recomputed rows and curves."""
+    pairs = list(fresh)
+    by_model = model_configs(
+        cat, [r for r, _ in pairs], {r.config_id: c for r, c in pairs}, site_url
+    )
+    return {item["id"]: item for items in by_model.values() for item in items}

@@ -37,11 +37,10 @@ from backpressure.generator.ci.published import (
     read_json,
     short_diff,
 )
-from backpressure.generator.ci.recheck import Checker
+from backpressure.generator.ci.recheck import Checker, expected_items, recompute
 from backpressure.generator.keys import InputKeys
 from backpressure.generator.records import SEP
 from backpressure.generator.sweep.combos import enumerate_combos
-from backpressure.generator.sweep.evaluate import evaluate_many
 
 PERMALINK = re.compile(r"gpu/([^/]+)/([^/]+)/([^/]+)/([^/]+)/(?:kv-([^/]+)/)?$")
 PAIR = re.compile(r"gpu/([^/#?]+)/([^/#?]+)/$")  # a GPU x model page
@@ -104,12 +103,13 @@ def verify_configs(checker: Checker, cids: list[str]) -> Outcome:
     """Recompute ``cids`` and compare every file of each (siblings as the site published them)."""
     outcome = Outcome()
     fresh = dict(zip(cids, checker.recompute(cids), strict=True))
+    lines = checker.lines(fresh.values())
     models = sorted({checker.combo(c).model for c in cids})
     refs = {m: checker.published_refs(m) for m in models}
     for cid in cids:
         row, curves = fresh[cid]
         outcome.checked.append(cid)
-        outcome.findings += checker.check(row, curves, refs[row.model])
+        outcome.findings += checker.check(row, curves, refs[row.model], lines[cid])
     return outcome
 
 
@@ -169,23 +169,21 @@ def published_ids(published: Any) -> list[str]:
 
 def verify_json(cat: Catalog, published: Any, site_url: str = "") -> Outcome:
     """A published model index (or one config's object from it) on its own: every field, typed."""
-    from backpressure.generator.site.model_api import Prices, config_item
-
     cids = published_ids(published)
     items = published.get("configs", [published])
     combos = {c.id: c for c in enumerate_combos(cat)}
     unknown = [c for c in cids if c not in combos]
     if unknown:
         raise VerifyError(f"config {unknown[0]!r} is not in the catalog's sweep")
-    keys = InputKeys(cat)
-    rows = evaluate_many(cat, [(combos[c], keys.fingerprint_key(combos[c])) for c in cids])
-    prices = Prices(cat)
+    expected = expected_items(
+        cat, recompute(cat, InputKeys(cat), [combos[c] for c in cids]), site_url
+    )
     outcome = Outcome(checked=cids)
-    for item, (row, _) in zip(items, rows, strict=True):
-        fresh = strict_json.loads_strict(strict_json.dumps(config_item(row, site_url, prices)))
+    for item, cid in zip(items, cids, strict=True):
+        fresh = strict_json.loads_strict(strict_json.dumps(expected[cid]))
         diffs = compare_fields(item, fresh)
-        outcome.differences += [(f"{row.config_id}: {k}", p, f) for k, p, f in diffs]
-        outcome.findings += [Finding(row.config_id, f"field {k}") for k, _, _ in diffs]
+        outcome.differences += [(f"{cid}: {k}", p, f) for k, p, f in diffs]
+        outcome.findings += [Finding(cid, f"field {k}") for k, _, _ in diffs]
     return outcome
 
 

@@ -35,7 +35,6 @@ from backpressure.generator import keys as site_keys
 from backpressure.generator.paths import MKDOCS_YML, TEMPLATES
 from backpressure.generator.site import charts, gate
 from backpressure.generator.site import mkdocs_step as site_mkdocs
-from backpressure.generator.site import model_json as rank_json
 from backpressure.generator.site import search as site_search
 from backpressure.generator.site.configs import write_configs
 from backpressure.generator.site.links import has_page, pair_dir
@@ -142,13 +141,11 @@ def _write_site(
     keys = site_keys.config_keys(paged, m.curve_texts(), m.nearest, ent, base, sib)
     written = write_configs(env, m, tree, shells, keys, lim)
     pairs = write_pairs(env, m, tree, shells[PAIR_DEPTH])
-    for mid, rows in m.by_model.items():
-        tree.write(model_file(mid), model_json(m.cat, mid, rows, m.site_url))
+    for mid, configs in m.model_configs.items():
+        tree.write(model_file(mid), model_json(m.cat, mid, configs))
     tree.write(MODELS_INDEX, index_json(m.cat, m.by_model, m.site_url))
     for rel, text in (m.rig or {}).items():  # the rig builder's catalog data
         tree.write(rel, text)
-    for name, text in rank_json.files(m.cat, m.model_configs).items():
-        tree.write(name, text)
     listed = urls + [r.permalink for r in paged] + [p.removesuffix("index.html") for p in pairs]
     for name, data in assemble.sitemap(m.site_url, listed).items():
         tree.write(name, data)

@@ -1,16 +1,13 @@
-"""``api/rank/<model>.json``: every config of one model with its rates and costs.
+"""Each config's object in ``api/models/<model>.json``: rates, costs, why a figure is missing.
 
-The ranking and compare pages fetch these files (relative to themselves), so
-each stays small: one object per config with the fields a table shows and why
-a figure is missing, nothing from its curves but the one closed-loop point.
+The model's JSON index (written by :mod:`backpressure.generator.site.model_api`)
+holds one such object per config of the model; the ranking and compare pages
+fetch it (relative to themselves), so it carries the fields a table shows and
+nothing from a config's curves but the one closed-loop point.
 
-    {"model": id, "name": display name,
-     "configs": [{"id": ..., "url": ..., "breaking_rps": ..., ...}, ...]}
-
-Configs are sorted by id. Costs come from
-:func:`backpressure.generator.plan.economics.economics` (the catalog's default
-quote of each device, rental where listed, else owned), per million output
-tokens at the breaking rate, with the band carried through
+Costs come from :func:`backpressure.generator.plan.economics.economics` (the
+catalog's default quote of each device, rental where listed, else owned), per
+million output tokens at the breaking rate, with the band carried through
 (``usd_per_million_output_tokens_low`` comes from ``breaking_rps_high``).
 ``tokens_per_s_per_user`` is the decode speed each user sees at the reference
 load, the breaking rate: the closed-loop point that carries it
@@ -19,8 +16,7 @@ load, the breaking rate: the closed-loop point that carries it
 A missing figure is ``null`` and ``status`` says why (``serves``,
 ``fails-at-any-load``, ``too-slow``, ``does-not-fit``, ``not-simulated``; see
 :func:`backpressure.generator.plan.rank.status`); ``unpriced_reason`` says why
-a config has no cost. Canonical bytes: sorted keys, no NaN, floats to six
-significant digits, one config per line (a rebuild's diff is a line per change).
+a config has no cost. Floats carry six significant digits, never NaN.
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ from backpressure.generator.plan.economics import economics, prices_frame
 from backpressure.generator.plan.frame import concurrency_frame, results_frame
 from backpressure.generator.plan.rank import plain, ranking
 from backpressure.generator.records import Curves, ResultRow
-from backpressure.generator.site.escape import json_text
-from backpressure.generator.site.links import row_url
+from backpressure.generator.site.links import has_page, row_url
 from backpressure.generator.site.pages import device_name
 
 # Device kinds a ranking filters on: id -> label.
@@ -50,6 +45,7 @@ DEVICE_KINDS = {
 ROW_FIELDS = (
     "gpu",
     "gpu_count",
+    "model",
     "quant",
     "runtime",
     "kv_dtype",
@@ -61,13 +57,16 @@ ROW_FIELDS = (
     "shortfall_bytes",
     "max_concurrency",
     "binding_ceiling",
-    "breaking_rps",
-    "breaking_rps_low",
-    "breaking_rps_high",
-    "breaking_rule",
-    "saturation_rps",
+    "saturation_bound",
+    "error_band_pct",
     "serving_band_pct",
     "single_stream_tokens_per_s",
+    "breaking_rule",
+    *(f"{k}{s}" for k in ("saturation_rps", "breaking_rps") for s in ("", "_low", "_high")),
+    "shed_onset_rps",
+    "p99_break_rps",
+    "ttft_break_rps",
+    "soak_break_rps",
 )
 
 # Fields from the ranking frame: JSON name -> column.
@@ -126,6 +125,7 @@ def model_configs(
             item: dict[str, Any] = {
                 "id": cid,
                 "url": f"{site_url}/{row_url(r)}" if site_url else row_url(r),
+                "page": has_page(r),
                 "gpu_name": device_name(cat, r.gpu),
                 "device_kind": device_kind(cat, r.gpu),
             }
@@ -134,32 +134,3 @@ def model_configs(
             configs.append(item)
         out[model] = configs
     return out
-
-
-def document(cat: Catalog, model: str, configs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The file's object: the model's id and display name, and its configs."""
-    entry = cat.models.get(model)
-    return {"model": model, "name": entry.name if entry else model, "configs": configs}
-
-
-def dumps(doc: dict[str, Any]) -> str:
-    """Canonical text of a document: sorted keys, no NaN, one config per line.
-
-    The same data as ``json.dumps(doc, sort_keys=True, separators=(",", ":"))``
-    but for the line breaks between configs (``configs`` sorts first) and the
-    markup characters written as escapes.
-    """
-    if set(doc) != {"configs", "model", "name"}:
-        raise ValueError(f"a model document has configs, model and name, not {sorted(doc)}")
-    lines = ",\n".join(json_text(c) for c in doc["configs"])
-    body = f"\n{lines}\n" if lines else ""
-    model, name = json_text(doc["model"]), json_text(doc["name"])
-    return f'{{"configs":[{body}],"model":{model},"name":{name}}}\n'
-
-
-def files(cat: Catalog, by_model: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
-    """Every model's file: site path -> text."""
-    return {
-        f"api/rank/{model}.json": dumps(document(cat, model, configs))
-        for model, configs in by_model.items()
-    }

@@ -60,7 +60,7 @@ def rank_context(
         "id": model,
         "name": cat.models[model].name if model in cat.models else model,
         "root": ROOT,
-        "json_url": f"{ROOT}api/rank/{model}.json",
+        "json_url": f"{ROOT}api/models/{model}.json",
         "contexts": [(c, context_label(c)) for c in sorted({c["context"] for c in configs})],
         "quants": [(q, cat.quants[q].name if q in cat.quants else q) for q in quants],
         "kinds": [(k, DEVICE_KINDS[k]) for k in kinds],

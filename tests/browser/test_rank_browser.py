@@ -39,7 +39,7 @@ def site(tmp_path_factory, cat):
 
 @pytest.fixture(scope="module")
 def configs(site):
-    doc = json.loads((site / f"api/rank/{MODEL}.json").read_text(encoding="utf-8"))
+    doc = json.loads((site / f"api/models/{MODEL}.json").read_text(encoding="utf-8"))
     return doc["configs"]
 
 

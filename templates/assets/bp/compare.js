@@ -1,5 +1,5 @@
 /* Compare page (compare/#ids=a,b,c): two to four configs side by side, each read from its
-   model's JSON index (api/rank/<model>.json, generator/site/model_json.py). A config id
+   model's JSON index (api/models/<model>.json, generator/site/model_json.py). A config id
    is device--model--quant--context[--kv-dtype]; an id that is malformed or not in its
    model's index is reported, and the rest are still shown. Text goes in by textContent. */
 (function () {
@@ -76,7 +76,7 @@
 
   function doc(model) {
     if (!loaded[model]) {
-      loaded[model] = fetch(new URL("api/rank/" + model + ".json", root)).then(function (r) {
+      loaded[model] = fetch(new URL("api/models/" + model + ".json", root)).then(function (r) {
         if (!r.ok) throw new Error("no index for model " + model + " (HTTP " + r.status + ")");
         return r.json();
       });

@@ -1,5 +1,5 @@
 /* Ranking page (model/<id>/rank/): every config of one model from its JSON index
-   (api/rank/<id>.json, generator/site/model_json.py), sorted, filtered, replicas for a
+   (api/models/<id>.json, generator/site/model_json.py), sorted, filtered, replicas for a
    target rate, and a selection to compare. The page's state lives in its address
    (#context=8192&quant=q4_k_m&kind=discrete&serves=1&rps=20&sort=cost&dir=asc&cmp=a,b), so a
    view can be linked. Catalog text reaches the page through textContent only. */

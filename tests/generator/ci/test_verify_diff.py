@@ -15,6 +15,7 @@ from backpressure.generator.keys import InputKeys
 from backpressure.generator.results_io import read_results
 from backpressure.generator.site.links import row_anchor
 from backpressure.generator.site.model_api import model_json
+from backpressure.generator.site.model_json import model_configs
 from backpressure.generator.sweep.combos import enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate
 from backpressure.generator.sweep.run import run_sweep
@@ -32,10 +33,11 @@ def published(tmp_path_factory):
     """A site holding one model JSON of one config, computed from the bundled catalog."""
     cat = load_catalog()
     combo = next(c for c in enumerate_combos(cat) if c.id == CID)
-    row, _ = evaluate(cat, combo, InputKeys(cat).fingerprint_key(combo))
+    row, curves = evaluate(cat, combo, InputKeys(cat).fingerprint_key(combo))
+    configs = model_configs(cat, [row], {CID: curves})["llama-3.1-8b"]
     site = tmp_path_factory.mktemp("site")
     (site / "api" / "models").mkdir(parents=True)
-    (site / MODEL_JSON).write_text(model_json(cat, "llama-3.1-8b", [row], ""), encoding="utf-8")
+    (site / MODEL_JSON).write_text(model_json(cat, "llama-3.1-8b", configs), encoding="utf-8")
     return site
 
 

@@ -65,13 +65,13 @@ def test_files_per_config_are_what_the_design_says(built):
     assert files == expected
     api = {f for f in assemble.site_files(site) if f.startswith("api/")}
     models = {r.model for r in rows}
-    # one record file and one ranking file per model, and the index
-    want = {f"api/{kind}/{m}.json" for m in models for kind in ("models", "rank")}
+    # one file per model (the ranking and compare pages read it too), and the index
+    want = {f"api/models/{m}.json" for m in models}
     assert api == {"api/models.json"} | want
 
 
 def test_model_json_lists_every_config_of_the_model(built, cat):
-    from backpressure.generator.site.model_api import FIELDS
+    from backpressure.generator.site.model_json import ROW_FIELDS
 
     site, rows, _ = built
     index = json.loads((site / "api" / "models.json").read_text())
@@ -91,7 +91,7 @@ def test_model_json_lists_every_config_of_the_model(built, cat):
         for line, item, r in zip(lines, data["configs"], mine, strict=True):
             canonical = json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             assert line.removesuffix(",") == canonical
-            for key in FIELDS:
+            for key in ROW_FIELDS:
                 assert item[key] == getattr(r, key), (r.config_id, key)
             for key in ("usd_per_hour", "usd_per_million_output_tokens"):
                 assert key in item

@@ -1,4 +1,4 @@
-"""api/rank/<model>.json: fields, order, bytes, and costs as economics computes them."""
+"""api/models/<model>.json: fields, order, bytes, and costs as economics computes them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 from backpressure.generator.plan.economics import device_price
-from backpressure.generator.site import model_json
+from backpressure.generator.site import model_api, model_json
 from backpressure.generator.site.links import row_url
 
 from tests.generator.fixtures import evaluated
@@ -15,6 +15,8 @@ from tests.generator.fixtures import evaluated
 REQUIRED = {
     "id",
     "url",
+    "page",
+    "model",
     "gpu",
     "gpu_name",
     "quant",
@@ -45,13 +47,21 @@ def sweep(cat):
 @pytest.fixture(scope="module")
 def docs(cat, sweep):
     rows, curves = sweep
-    by_model = model_json.model_configs(cat, rows, curves)
-    return {path: json.loads(text) for path, text in model_json.files(cat, by_model).items()}
+    return {path: json.loads(text) for path, text in files(cat, rows, curves).items()}
+
+
+def files(cat, rows, curves, site_url=""):
+    """Each model's file as the site writes it: site path -> text."""
+    by_model = model_json.model_configs(cat, rows, curves, site_url)
+    return {
+        model_api.model_file(m): model_api.model_json(cat, m, configs)
+        for m, configs in by_model.items()
+    }
 
 
 def test_one_file_per_model_with_every_config_and_field(cat, sweep, docs):
     rows, _ = sweep
-    assert set(docs) == {f"api/rank/{r.model}.json" for r in rows}
+    assert set(docs) == {f"api/models/{r.model}.json" for r in rows}
     for doc in docs.values():
         assert set(doc) == {"model", "name", "configs"}
         assert doc["name"] == cat.models[doc["model"]].name
@@ -141,8 +151,8 @@ def test_tokens_per_user_is_the_closed_loop_point_carrying_the_breaking_rate(swe
 
 def test_canonical_bytes(cat, sweep):
     rows, curves = sweep
-    a = model_json.files(cat, model_json.model_configs(cat, rows, curves))
-    b = model_json.files(cat, model_json.model_configs(cat, list(reversed(rows)), curves))
+    a = files(cat, rows, curves)
+    b = files(cat, list(reversed(rows)), curves)
     assert a == b  # row order does not matter
     for text in a.values():
         doc = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
@@ -157,8 +167,3 @@ def test_site_url_makes_urls_absolute(cat, sweep):
     by_model = model_json.model_configs(cat, rows, curves, "https://example.org")
     url = by_model[rows[0].model][0]["url"]
     assert url.startswith("https://example.org/gpu/")
-
-
-def test_a_document_must_have_its_three_keys():
-    with pytest.raises(ValueError, match="configs, model and name"):
-        model_json.dumps({"model": "x", "configs": []})
