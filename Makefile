@@ -52,8 +52,11 @@ browser-deps:
 # (pyproject.toml [tool.coverage.report]). One worker per core, at most four (a
 # worker builds sites and runs chromium: more would cost memory, not time, as a
 # few long test files set the length); a test file's tests share a worker, so a
-# site a module builds once is built once.
+# site a module builds once is built once. The numba kernels are compiled first,
+# once (generator/sweep/warm.py): the workers then load them instead of each
+# compiling the same code at the same time.
 test: install
+	$(BIN)/python -m backpressure.generator.sweep.warm
 	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile --cov --cov-report=term
 
 goldens: install
