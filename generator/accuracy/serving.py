@@ -48,6 +48,11 @@ _KV_TOKENS = re.compile(r"GPU KV cache size:? ([\d,]+) tokens")
 _KV_GIB = re.compile(r"available KV ([\d.]+) GiB per GPU")
 STEADY_REQUESTS_PER_USER = 16  # a closed loop of unknown length is run this long per user
 FIXED_LENGTHS = frozenset({"random", "synthetic", "sonnet"})  # datasets of set lengths
+# vLLM's ShareGPT sampler keeps a conversation only if both lengths are at least 4
+# tokens, the prompt at most 1,024 and prompt plus output at most 2,048
+# (vllm/benchmarks/datasets.py, is_valid_sequence), and asks for each
+# conversation's own reply length: the outputs of one run spread widely.
+SHAREGPT_MIN_TOKENS, SHAREGPT_MAX_TOTAL = 4, 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +273,39 @@ class Replay:
     users: int
 
 
+def output_lengths(case: Case) -> np.ndarray:
+    """Output tokens per request: the mean for fixed-length datasets, spread for ShareGPT.
+
+    A ShareGPT run's replies range from a few tokens to near the sampler's cap,
+    and the spread sets how a run drains: the longest replies decode on in a
+    thinning batch, and a burst's short replies decode while the rest still
+    prefill. The published totals give only the mean, so the replies are taken
+    as exponential (median ``ln 2`` = 0.69 of the mean): the ShareGPT rows of
+    ``serving_load.csv`` that print mean and median end-to-end latency at low
+    concurrency, where latency follows the reply length, have medians of 0.68 to
+    0.74 of the mean (SGLang DeepSeek-V3 at 64 users 0.68, 128 users 0.71;
+    Qwen3-Next-80B at 1 user 0.74). The lengths are the exponential's
+    quantiles at ``(i + 1/2) / n``, clipped to the sampler's bounds, scaled to
+    the case's mean, in an order drawn from the case's row (deterministic).
+    """
+    n = case.requests
+    if case.dataset != "sharegpt" or n < 2:
+        return np.full(n, case.output, np.int64)
+    low = SHAREGPT_MIN_TOKENS
+    high = max(SHAREGPT_MAX_TOTAL - case.prompt, low)
+    u = (np.arange(n, dtype=np.float64) + 0.5) / n
+    spread = -ln(1.0 - u)  # unit-mean exponential quantiles
+    excess = max(case.output - low, 0)
+    lengths = np.clip(low + excess * spread, low, high)
+    for _ in range(3):  # clipping lowers the mean a little: rescale the part above the floor
+        above = float(np.mean(lengths)) - low
+        if above <= 0:
+            break
+        lengths = np.clip(low + (lengths - low) * (excess / above), low, high)
+    order = np.argsort(Mulberry32(case.row).block(n), kind="stable")
+    return np.maximum(np.rint(lengths[order]), 2).astype(np.int64)
+
+
 def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Replay | None:
     """The case's server (catalog device, runtime, weights and constants) and its load."""
     dev = device(cat, case.gpu, case.gpus)
@@ -306,7 +344,7 @@ def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Rep
         srv,
         arrival,
         np.full(n, case.prompt, np.int64),
-        np.full(n, case.output, np.int64),
+        output_lengths(case),
         case.users if case.rate is None else 0,
     )
 
