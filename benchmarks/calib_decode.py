@@ -52,7 +52,8 @@ HARDWARE = {
     "RX 9070 XT (16GB, on Raspberry Pi 5 host)": "RX 9070 XT",
     "AMD Radeon Pro W7900": "AMD Radeon Pro W7900",
 }
-UNIFIED = ("8060S", "DGX Spark", "Apple", "M1 ", "M2 ", "M3 ", "M4 ")
+# Integrated GPUs share system memory: "iGPU" in hardware.csv's name, or a known unified part.
+UNIFIED = ("iGPU", "8060S", "DGX Spark", "Apple", "M1 ", "M2 ", "M3 ", "M4 ")
 
 # llama-bench model strings -> catalog model.
 MODELS = {
