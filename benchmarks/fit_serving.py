@@ -6,7 +6,11 @@ mixed step, the host's fixed cost per step and per sequence in it, and the
 front end's cost per request. This script searches those four on the *fit*
 half of the dense vLLM V1 cases (curves chosen by hash, see
 ``generator.accuracy.serving``), each curve weighing the same, minimising the
-median |log(predicted / measured)| of TTFT, TPOT and output tokens/s.
+median |log(predicted / measured)| of TTFT, TPOT and output tokens/s. The
+runs are of vLLM releases that schedule a step, run it and take in its outputs
+before they schedule the next, so a step's host time adds to its device time
+(``StepCost.host_overlaps`` false; rows of releases with async scheduling on by
+default overlap, ``Case.async_scheduling``).
 
 Then, with those fixed, the MoE kernel efficiency (``serving_moe_efficiency_vllm``:
 the share of dense peak the grouped expert GEMMs reach) on the fit half of the

@@ -65,7 +65,9 @@ class StepCost:
         compute = (flops_per_token t + attn_flops_per_pair (K + pairs)) / flops
                   + expert_flops_per_token t / moe_flops
         device  = max(memory, compute) + n pass_overhead + all-reduce + dispatch
-        step    = max(device, step_overhead + s seq_overhead)
+        host    = step_overhead + s seq_overhead
+        step    = max(device, host)   (host_overlaps)
+                  device + host       (otherwise)
 
     with ``t = b + p`` tokens, ``W(t) = weight_bytes + expert_bytes E(t)`` the
     weights a pass of ``t`` tokens reads (``E(t)`` distinct experts per MoE
@@ -132,6 +134,11 @@ class StepCost:
         (dispatch and combine, two per MoE layer) [s].
     dispatch_s_per_token : float
         Expert parallelism: link time per token of those all-to-alls [s].
+    host_overlaps : bool
+        Whether the host's work for a step runs while the device computes the
+        previous one (llama.cpp), so the slower binds, or before and after the
+        device's, while it idles (vLLM V1 without async scheduling), so the two
+        add.
     """
 
     weight_bytes: float
@@ -157,6 +164,7 @@ class StepCost:
     moe_flops_per_s: float = 1.0
     dispatch_s: float = 0.0
     dispatch_s_per_token: float = 0.0
+    host_overlaps: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -223,6 +223,11 @@ def step_cost(
         moe_flops_per_s=(moe_eff or compute_eff) * flops,
         dispatch_s=dispatch,
         dispatch_s_per_token=dispatch_token,
+        # vLLM V1's engine core schedules a step, runs it and takes in its
+        # outputs before it schedules the next (its overlapping "async
+        # scheduling" is opt-in in the releases the serving runs measure):
+        # the host's time adds to the device's. llama.cpp's slots overlap.
+        host_overlaps=runtime.scheduler != "vllm",
     )
 
 

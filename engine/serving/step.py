@@ -8,7 +8,10 @@ grouped-GEMM rate), whichever is larger, plus fixed per-pass overheads, the
 tensor-parallel all-reduces and, for MoE over several GPUs, the all-to-alls
 that send tokens to their experts and back; and the host's work for the step
 (scheduling, and per sequence preparing inputs, sampling, streaming the token
-out), which overlaps the device's, so the slower of the two sets the pace.
+out). Where the runtime prepares the next step while the device runs this one
+(llama.cpp) the slower of the two sets the pace; where it schedules, launches
+and then waits for the step's outputs before it schedules the next (vLLM V1
+without async scheduling) the host's time adds to the device's.
 
 The functions are scalar and use only ``+ - * /``, ``min`` and ``max``, so the
 compiled loop (:mod:`backpressure.engine.serving.kernel`) and any other port
@@ -29,8 +32,8 @@ Array = npt.NDArray[np.float64]
 W_DENSE, W_EXPERT, KV_FULL, KV_WINDOW, WINDOW, BANDWIDTH = 0, 1, 2, 3, 4, 5
 FLOPS_TOKEN, FLOPS_PAIR, FLOPS, PASS_S, STEP_S, AR_S, AR_TOKEN_S = 6, 7, 8, 9, 10, 11, 12
 SEQ_S, REQUEST_S, LATENCY_S, STATE = 13, 14, 15, 16
-EXPERT_FLOPS_TOKEN, MOE_FLOPS, A2A_S, A2A_TOKEN_S = 17, 18, 19, 20
-COST_FIELDS = 21
+EXPERT_FLOPS_TOKEN, MOE_FLOPS, A2A_S, A2A_TOKEN_S, HOST_SERIAL = 17, 18, 19, 20, 21
+COST_FIELDS = 22
 MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
 
 
@@ -59,6 +62,7 @@ def pack(cost: StepCost) -> Array:
     out[MOE_FLOPS] = cost.moe_flops_per_s
     out[A2A_S] = cost.dispatch_s
     out[A2A_TOKEN_S] = cost.dispatch_s_per_token
+    out[HOST_SERIAL] = 0.0 if cost.host_overlaps else 1.0
     out.flags.writeable = False
     return out
 
@@ -171,8 +175,11 @@ def step_parts(
         compute = compute + cost[EXPERT_FLOPS_TOKEN] * tokens / cost[MOE_FLOPS]
     link = cost[AR_S] + tokens * cost[AR_TOKEN_S] + cost[A2A_S] + tokens * cost[A2A_TOKEN_S]
     device = max(memory, compute) + passes * cost[PASS_S] + link
-    # The host prepares the next step while the device runs this one: the slower binds.
     host = cost[STEP_S] + seqs * cost[SEQ_S]
-    if host > device:
-        return host, HOST
-    return device, MEMORY if memory >= compute else COMPUTE
+    bound = HOST if host > device else MEMORY if memory >= compute else COMPUTE
+    if cost[HOST_SERIAL] > 0.0:
+        # The device waits while the host schedules this step, prepares its inputs
+        # and takes in its outputs: the two add.
+        return device + host, bound
+    # The host prepares the next step while the device runs this one: the slower binds.
+    return max(host, device), bound

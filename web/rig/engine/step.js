@@ -23,7 +23,8 @@ const EXPERT_FLOPS_TOKEN = 17;
 const MOE_FLOPS = 18;
 const A2A_S = 19;
 const A2A_TOKEN_S = 20;
-export const COST_FIELDS = 21;
+const HOST_SERIAL = 21;
+export const COST_FIELDS = 22;
 
 const SEQ_DUST = 1e-9;
 
@@ -67,6 +68,9 @@ export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens,
   const link = cost[AR_S] + tokens * cost[AR_TOKEN_S] + cost[A2A_S] + tokens * cost[A2A_TOKEN_S];
   const device = Math.max(memory, compute) + passes * cost[PASS_S] + link;
   const host = cost[STEP_S] + seqs * cost[SEQ_S];
+  // vLLM V1: the device waits while the host schedules the step and takes in its outputs
+  if (cost[HOST_SERIAL] > 0.0) return device + host;
+  // llama.cpp: the host prepares the next step while the device runs this one
   return host > device ? host : device;
 }
 
