@@ -9,6 +9,7 @@ full context); the step cost from the architecture and the calibration.
 from __future__ import annotations
 
 import math
+import re
 
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import parallel, pass_overhead_s, peak_flops
@@ -18,6 +19,7 @@ from backpressure.engine.results import CapacityResult
 from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCost
 
 ACTIVATION_BYTES = 2  # bf16 activations cross the link in a tensor-parallel all-reduce
+ASYNC_SCHEDULING = (0, 14)  # first vLLM release that overlaps host and device: host_overlaps
 
 
 def batch_defaults(runtime: Runtime, device: Device) -> tuple[int, int]:
@@ -223,12 +225,30 @@ def step_cost(
         moe_flops_per_s=(moe_eff or compute_eff) * flops,
         dispatch_s=dispatch,
         dispatch_s_per_token=dispatch_token,
-        # vLLM V1's engine core schedules a step, runs it and takes in its
-        # outputs before it schedules the next (its overlapping "async
-        # scheduling" is opt-in in the releases the serving runs measure):
-        # the host's time adds to the device's. llama.cpp's slots overlap.
-        host_overlaps=runtime.scheduler != "vllm",
+        host_overlaps=host_overlaps(runtime.scheduler, runtime.version),
     )
+
+
+def host_overlaps(scheduler: str, version: str) -> bool:
+    """Whether the host prepares the next step while the device runs this one.
+
+    llama.cpp's slots do. vLLM does from the release that turned its async
+    scheduling on by default (pull request 27614, on by 8 January 2026; opt-in
+    with ``--async-scheduling`` since pull request 19970, June 2025): 0.14, the
+    first release after that date (inferred, not read from release notes).
+    Earlier releases (and a profile with no version) schedule a step, run it
+    and take in its outputs before they schedule the next, so the host's time
+    adds to the device's.
+
+    >>> host_overlaps("vllm", "0.19.0"), host_overlaps("vllm", "0.10.1.1")
+    (True, False)
+    >>> host_overlaps("llama.cpp", "")
+    True
+    """
+    if scheduler != "vllm":
+        return True
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return m is not None and (int(m[1]), int(m[2])) >= ASYNC_SCHEDULING
 
 
 def requests_held(sched: Scheduler, prompt: int, output: int) -> int:

@@ -32,7 +32,7 @@ from backpressure.engine.rng import Mulberry32
 from backpressure.engine.serving import kernel
 from backpressure.engine.serving.model import Policy, Server, StepCost
 from backpressure.engine.serving.run import Run, serve
-from backpressure.engine.serving.spec import server
+from backpressure.engine.serving.spec import host_overlaps, server
 from backpressure.engine.sim.libm import ln
 from backpressure.generator import resolve
 from backpressure.generator.accuracy.rows import read_cases
@@ -53,7 +53,6 @@ FIXED_LENGTHS = frozenset({"random", "synthetic", "sonnet"})  # datasets of set 
 # (vllm/benchmarks/datasets.py, is_valid_sequence), and asks for each
 # conversation's own reply length: the outputs of one run spread widely.
 SHAREGPT_MIN_TOKENS, SHAREGPT_MAX_TOTAL = 4, 2048
-ASYNC_SCHEDULING = (0, 14)  # first vLLM release with async scheduling on by default
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,18 +92,11 @@ class Case:
     def async_scheduling(self) -> bool:
         """A vLLM release that schedules the next step while the device runs this one.
 
-        vLLM's async scheduling (pull request 19970, June 2025) was opt-in
-        (``--async-scheduling``) until pull request 27614 (in the plan of issue
-        27679) turned it on by default; by 8 January 2026 it was (pull request
-        31998 extends the default to speculative decoding). The boundary is
-        taken at 0.14, the first release after that date (inferred, not read
-        from release notes; no row here lies between 0.12 and 0.25, so 0.13 or
-        0.14 changes nothing). Earlier releases schedule a step, run it and take
-        in its outputs before they schedule the next, so the host's time adds to
-        the device's (:mod:`backpressure.engine.serving.step`).
+        See :func:`backpressure.engine.serving.spec.host_overlaps` (the sweep's
+        profile names its release the same way). No row here lies between
+        0.12 and 0.25, so the boundary's exact release changes nothing.
         """
-        m = re.match(r"(\d+)\.(\d+)", self.version)
-        return self.v1 and m is not None and (int(m[1]), int(m[2])) >= ASYNC_SCHEDULING
+        return self.v1 and host_overlaps("vllm", self.version)
 
 
 def _num(text: str) -> float | None:
@@ -350,8 +342,8 @@ def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Rep
     )
     if srv is None:
         return None
-    if case.async_scheduling:
-        srv = replace(srv, cost=replace(srv.cost, host_overlaps=True))
+    if srv.scheduler.policy is Policy.VLLM:  # the row's release, not the catalog profile's
+        srv = replace(srv, cost=replace(srv.cost, host_overlaps=case.async_scheduling))
     kv_tokens = case.kv_tokens
     if kv_tokens is None and case.kv_bytes is not None:
         kv_tokens = int(case.kv_bytes // max(cap.kv_bytes_per_token, 1))
