@@ -63,6 +63,33 @@ def results_csv(rows: Iterable[ResultRow]) -> str:
     return buf.getvalue()
 
 
+class _LineWriter:
+    """One CSV line at a time through one reused writer (a writer per row cost more)."""
+
+    def __init__(self) -> None:
+        self.buf = io.StringIO()
+        self.writer = csv.writer(self.buf, lineterminator="\n")
+
+    def line(self, cells: list[str]) -> str:
+        self.buf.seek(0)
+        self.buf.truncate()
+        self.writer.writerow(cells)
+        return self.buf.getvalue()
+
+
+_LINES = _LineWriter()
+
+
+def csv_line(cells: list[str]) -> str:
+    """``cells`` as one line of CSV, as :func:`results_csv` writes a row."""
+    return _LINES.line(cells)
+
+
+def results_line(row: ResultRow) -> str:
+    """A row's line of :func:`results_csv` (its text after the header, for one row)."""
+    return _LINES.line([_cell(getattr(row, f)) for f in FIELDS])
+
+
 def curves_line(c: Curves) -> str:
     """A config's canonical ``curves.jsonl`` line.
 

@@ -254,18 +254,26 @@ def closed_loop_point(server: Server, users: int, prompt: int, output: int) -> C
 
 
 def concurrency_table(
-    server: Server, prompt: int, output: int, search: Search
+    server: Server,
+    prompt: int,
+    output: int,
+    search: Search,
+    single: Concurrency | None = None,
 ) -> tuple[Concurrency, ...]:
     """Closed-loop points for 1, 2, 4, ... users, and last as many as the server holds.
 
     Beyond the requests the server can hold at once (capped at
     ``search.max_users``), more users only wait in its queue. Each run sends
     ``4 N + 16`` requests (every user four or more), all starting at once, as
-    ``--max-concurrency N`` does.
+    ``--max-concurrency N`` does. ``single`` is this server's one-user point
+    when it was run already (a run is a pure function of its inputs: the same point).
     """
     held = min(requests_held(server.scheduler, prompt, output), search.max_users)
     users = [1 << k for k in range(held.bit_length()) if 1 << k < held] + [held]
-    return tuple(closed_loop_point(server, n, prompt, output) for n in users)
+    return tuple(
+        single if n == 1 and single is not None else closed_loop_point(server, n, prompt, output)
+        for n in users
+    )
 
 
 def saturation_rps(table: Sequence[Concurrency]) -> float:

@@ -6,6 +6,7 @@ on (:data:`backpressure.generator.keys.SWEEP_MODULE`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +16,7 @@ from backpressure.engine.results import CapacityResult
 from backpressure.generator import resolve
 from backpressure.generator.keys import row_fingerprint
 from backpressure.generator.records import Curves, ResultRow, permalink
-from backpressure.generator.resolve import configure
+from backpressure.generator.resolve import Config, configure
 from backpressure.generator.sweep.combos import Combo
 from backpressure.generator.sweep.publish import curves_of, serving_band, serving_fields
 from backpressure.generator.sweep.rig import (
@@ -47,17 +48,28 @@ def evaluate_many(
     """
     settings = LoadSettings.from_catalog(cat)
     memo = {} if memo is None else memo
+    # A config's engine inputs differ from its other contexts' only in the context
+    # (configure passes it through), so they are resolved once per the rest of the
+    # combo; combos arrive sorted, so a batch holds a combo's contexts together.
+    bases: dict[tuple[str, str, str, str, str], Config] = {}
+    counts: dict[str, int] = {}
     out = []
     for combo, key in todo:
-        cfg = configure(
-            cat,
-            combo.device,
-            combo.quant,
-            combo.context,
-            combo.model,
-            runtime=combo.runtime,
-            kv_dtype=combo.kv_dtype,
-        )
+        base_id = (combo.device, combo.quant, combo.model, combo.runtime, combo.kv_dtype)
+        base = bases.get(base_id)
+        if base is None:
+            base = bases[base_id] = configure(
+                cat,
+                combo.device,
+                combo.quant,
+                combo.context,
+                combo.model,
+                runtime=combo.runtime,
+                kv_dtype=combo.kv_dtype,
+            )
+        cfg = base
+        if cfg.context != combo.context:
+            cfg = dataclasses.replace(base, context=combo.context)
         cap = cfg.capacity()
         srv = build_server(cfg.device, cfg.runtime, cfg.fmt, cfg.constants, cfg.arch, cap, settings)
         serving = None
@@ -70,28 +82,28 @@ def evaluate_many(
         b = serving.breaking if serving is not None else None
         if b is not None and b.rate is not None and b.rule is not None:
             band = resolve.breaking_band(cat, band, b.rule)
-        out.append(
-            (_row(cat, combo, key, cap, serving, band, settings), curves_of(combo.id, serving))
-        )
+        if combo.device not in counts:
+            counts[combo.device] = resolve.device_for(cat, combo.device).count
+        row = _row(combo, key, counts[combo.device], cap, serving, band, settings)
+        out.append((row, curves_of(combo.id, serving)))
     return out
 
 
 def _row(
-    cat: Catalog,
     combo: Combo,
     inputs_key: str,
+    gpu_count: int,
     cap: CapacityResult,
     serving: Serving | None,
     band: Band,
     s: LoadSettings,
 ) -> ResultRow:
-    dev = resolve.device_for(cat, combo.device)
     shortfall = 0 if cap.fits else cap.kv_bytes_per_request - cap.kv_budget_bytes
-    row = ResultRow(
+    data: dict[str, Any] = dict(
         config_id=combo.id,
         permalink=permalink(combo.device, combo.model, combo.quant, combo.context, combo.kv_dtype),
         gpu=combo.device,
-        gpu_count=dev.count,
+        gpu_count=gpu_count,
         model=combo.model,
         quant=combo.quant,
         runtime=combo.runtime,
@@ -117,10 +129,11 @@ def _row(
         binding_ceiling=cap.binding_ceiling,
         error_band_pct=cap.error_band_pct,
         error_band_reason=cap.error_band_reason,
-        fingerprint="",
         **serving_fields(cap, serving, band, s),
     )
-    return _with_fingerprint(row, inputs_key)
+    # The fingerprint hashes every other field: built from the same values, once.
+    data["fingerprint"] = row_fingerprint(inputs_key, data)
+    return ResultRow(**data)
 
 
 def fingerprint(inputs_key: str, row: ResultRow) -> str:
@@ -128,9 +141,3 @@ def fingerprint(inputs_key: str, row: ResultRow) -> str:
     return row_fingerprint(
         inputs_key, {k: v for k, v in _row_dict(row).items() if k != "fingerprint"}
     )
-
-
-def _with_fingerprint(row: ResultRow, inputs_key: str) -> ResultRow:
-    data = _row_dict(row)
-    data["fingerprint"] = fingerprint(inputs_key, row)
-    return ResultRow(**data)

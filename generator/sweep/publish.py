@@ -99,9 +99,17 @@ def _ms(v: Verdict, name: str) -> float | None:
 
 def _r(values: Any, digits: int = 5) -> tuple[Any, ...]:
     """Every value to ``digits`` significant digits, formatted in one call (None kept)."""
-    vals = list(values)
-    keep = [x for x in vals if x is not None and math.isfinite(x)]
+    vals = tuple(values)
     fmt = f"%.{digits}g "
+    try:
+        # Most series are all finite numbers: then so is their sum (an overflow or a
+        # None, inf or NaN takes the general path below, which gives the same).
+        whole = math.isfinite(sum(vals))
+    except TypeError:
+        whole = False
+    if whole:
+        return tuple(map(float, ((fmt * len(vals)) % vals).split()))
+    keep = [x for x in vals if x is not None and math.isfinite(x)]
     rounded = iter(map(float, ((fmt * len(keep)) % tuple(keep)).split())) if keep else iter(())
     return tuple(next(rounded) if x is not None and math.isfinite(x) else None for x in vals)
 

@@ -32,9 +32,11 @@ from backpressure.generator.results_io import (
     CURVES_HEAD,
     FIELDS,
     RESULTS,
+    csv_line,
     curves_line,
     line_config_id,
     results_csv,
+    results_line,
 )
 from backpressure.generator.sweep.combos import Combo, enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
@@ -70,7 +72,7 @@ _HEADER = results_csv([])
 
 
 def _swept(row: ResultRow, curves: Curves) -> Swept:
-    return Swept(row.config_id, row.fits, results_csv([row])[len(_HEADER) :], curves_line(curves))
+    return Swept(row.config_id, row.fits, results_line(row), curves_line(curves))
 
 
 def _die_with_parent(parent: int) -> None:
@@ -178,12 +180,6 @@ class SweepStats:
     fitting: int
 
 
-def _csv_line(cells: list[str]) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow(cells)
-    return buf.getvalue()
-
-
 def run_sweep(
     catalog_dir: Path | None,
     out_dir: Path,
@@ -209,7 +205,7 @@ def run_sweep(
         cid, ck = c.id, keys.cache_key(c)
         new_keys[cid] = ck
         if old.keys.get(cid) == ck and cid in old.rows and cid in old.curves:
-            rows[cid], curves[cid] = _csv_line(old.rows[cid]), old.curves[cid]
+            rows[cid], curves[cid] = csv_line(old.rows[cid]), old.curves[cid]
             fitting += old.rows[cid][fits] == "true"
         else:
             todo.append((c, keys.fingerprint_key(c)))
