@@ -303,7 +303,7 @@ def open_loop(
     unit = times.until(end * rate)
     arrival = unit[: np.searchsorted(unit, end * rate)] / rate
     n = arrival.size
-    measured = int(np.sum(arrival >= start))
+    measured = int(np.count_nonzero(arrival >= start))
     warm = n - measured
     allowed = math.floor((1.0 - limits.quantile) * measured)
     budget = math.floor((1.0 - limits.availability) * measured)

@@ -312,12 +312,14 @@ def timeline(run: Run, rate: float, duration: float) -> Timeline:
     pad = groups * step - bins
 
     def thin(a: Array) -> tuple[float, ...]:
+        if step == 1:  # groups of one second: each mean is the value itself
+            return tuple(a[:bins].tolist())
         full = np.concatenate([a[:bins], np.full(pad, np.nan)]) if pad else a[:bins]
         return tuple(np.nanmean(full.reshape(groups, step), axis=1).tolist())
 
     return Timeline(
         rate,
-        tuple(float(g * step * BIN_S) for g in range(groups)),
+        tuple((np.arange(groups) * step * BIN_S).tolist()),
         thin(run.queued),
         thin(run.occupancy),
         tuple(p99),
