@@ -8,7 +8,7 @@ user's previous request finished.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -99,10 +99,13 @@ def serve(
     c = server.cost
     n = int(arrival.shape[0])
     arr = np.array(arrival, dtype=np.float64)
+    prompt = np.asarray(prompt, np.int64)
+    output = np.asarray(output, np.int64)
     span = max(seconds, float(arr[-1]) if n and users == 0 else 0.0, 1.0)
     bins = _bins(span)
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
+    first = np.empty(n)
+    first.fill(np.nan)
+    finish = first.copy()
     status = np.zeros(n, np.int8)
     preempts = np.zeros(n, np.int32)
     occupancy = np.zeros(bins)
@@ -123,8 +126,8 @@ def serve(
         pack(c),
         experts,
         arr,
-        np.asarray(prompt, np.int64),
-        np.asarray(output, np.int64),
+        prompt,
+        output,
         users,
         stop_s,
         n + 1 if lost_limit is None else lost_limit,
@@ -147,10 +150,11 @@ def serve(
         finish,
         status,
         preempts,
-        np.asarray(prompt, np.int64),
-        np.asarray(output, np.int64),
-        occupancy / BIN_S,
-        queued / BIN_S,
+        prompt,
+        output,
+        # per second: a division by a bin of one second is the identity
+        occupancy if BIN_S == 1.0 else occupancy / BIN_S,
+        queued if BIN_S == 1.0 else queued / BIN_S,
         int(counters[0]),
         int(counters[1]),
         int(stop),
@@ -170,7 +174,7 @@ def closed_loop(server: Server, users: int, requests: int, prompt: int, output: 
     like its client, the loop waits for every answer (no queue limit, no timeout).
     """
     n = max(requests, users)
-    patient = replace(server, queue_depth=n + 1, max_wait_s=math.inf)
+    patient = Server(server.scheduler, server.cost, n + 1, math.inf)  # replace() cost more
     return serve(
         patient,
         np.zeros(n),
