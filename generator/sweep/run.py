@@ -139,8 +139,32 @@ class _Previous:
     """The last sweep in an output directory, unparsed: lines are reused as they are."""
 
     keys: dict[str, str]
-    rows: dict[str, list[str]]  # config id -> CSV cells
+    rows: dict[str, str]  # config id -> its line of results.csv, as written
     curves: dict[str, str]  # config id -> curves line
+
+
+_FITS = FIELDS.index("fits")
+
+
+def _row_lines(text: str) -> dict[str, str] | None:
+    """results.csv's rows as written, by config id; None if it is not as this version writes.
+
+    A row is kept as its line, so a reused row costs no parsing and no writing
+    again. That needs every record on one line: a line with an odd number of
+    quotes would open a quoted field that runs on (the writer never makes one:
+    no cell holds a line break), and then the file is parsed as CSV instead.
+    """
+    if not text.endswith("\n"):
+        return None
+    lines = [line + "\n" for line in text[:-1].split("\n")]  # the writer ends lines with \n
+    if lines[0] != _HEADER or any(line.count('"') % 2 for line in lines):
+        return None
+    return {line.split(",", 1)[0]: line for line in lines[1:]}
+
+
+def _fits(line: str) -> bool:
+    # the cells before it are ids and integers: never quoted, never holding a comma
+    return line.split(",", _FITS + 1)[_FITS] == "true"
 
 
 def _previous(out_dir: Path) -> _Previous:
@@ -154,10 +178,13 @@ def _previous(out_dir: Path) -> _Previous:
         return empty
     try:
         keys = json.loads(files[INPUTS].decode("utf-8"))
-        reader = csv.reader(io.StringIO(files[RESULTS].decode("utf-8"), newline=""))
-        if next(reader) != FIELDS:
-            return empty  # another table layout: compute everything
-        rows = {cells[0]: cells for cells in reader}
+        text = files[RESULTS].decode("utf-8")
+        rows = _row_lines(text)
+        if rows is None:
+            reader = csv.reader(io.StringIO(text, newline=""))
+            if next(reader) != FIELDS:
+                return empty  # another table layout: compute everything
+            rows = {cells[0]: csv_line(cells) for cells in reader}
         curves = {}
         for line in files[CURVES].decode("utf-8").splitlines(keepends=True):
             if not line.startswith(CURVES_HEAD):
@@ -195,7 +222,6 @@ def run_sweep(
     keys = InputKeys(cat)
     combos = enumerate_combos(cat)
     old = _previous(out_dir)
-    fits = FIELDS.index("fits")
     rows: dict[str, str] = {}
     curves: dict[str, str] = {}
     fitting = 0
@@ -205,13 +231,16 @@ def run_sweep(
         cid, ck = c.id, keys.cache_key(c)
         new_keys[cid] = ck
         if old.keys.get(cid) == ck and cid in old.rows and cid in old.curves:
-            rows[cid], curves[cid] = csv_line(old.rows[cid]), old.curves[cid]
-            fitting += old.rows[cid][fits] == "true"
+            rows[cid], curves[cid] = old.rows[cid], old.curves[cid]
+            fitting += _fits(old.rows[cid])
         else:
             todo.append((c, keys.fingerprint_key(c)))
     for done in compute(cat, todo, max(1, jobs), progress, catalog_dir):
         rows[done.config_id], curves[done.config_id] = done.row_line, done.curves_line
         fitting += done.fits
+    if not todo and new_keys == old.keys and len(old.rows) == len(rows) == len(old.curves):
+        # Every config reused and none gone: the files (checked on reading) stay as they are.
+        return SweepStats(len(combos), 0, len(combos), fitting)
     order = sorted(rows)
     manifest.commit(
         out_dir,

@@ -260,3 +260,31 @@ def test_a_cpu_host_too_slow_to_use_gets_its_own_verdict():
     assert "too slow to use" in row.verdict
     assert curves.load_rps == ()
     assert curves.users == (1,)
+
+
+def test_reused_rows_are_kept_as_the_lines_the_writer_wrote(small):
+    import csv
+
+    from backpressure.generator.results_io import csv_line
+    from backpressure.generator.sweep.run import _row_lines
+
+    _, out, _ = small
+    text = (out / "results.csv").read_text(encoding="utf-8")
+    kept = _row_lines(text)
+    parsed = list(csv.reader(text.splitlines(keepends=True)))[1:]
+    assert kept is not None
+    assert len(kept) == len(parsed) > 0
+    # the same lines a parse and a fresh write would give (the fallback's way)
+    assert kept == {cells[0]: csv_line(cells) for cells in parsed}
+    # a quoted cell holding a line break spans lines: then the file is parsed as CSV
+    header, first = text.split("\n", 2)[:2]
+    spanning = header + "\n" + first.replace(",true,", ',"a\nb",', 1) + "\n"
+    assert _row_lines(spanning) is None
+
+
+def test_a_no_change_resweep_writes_nothing(small):
+    root, out, _ = small
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    stats = run_sweep(root, out, jobs=1)
+    assert (stats.computed, stats.reused) == (0, stats.total)
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
