@@ -53,16 +53,6 @@ CURVES_HEAD = '{"config_id":"'  # every canonical curves line starts so (sorted 
 _CURVE_FIELDS = tuple(f.name for f in dataclasses.fields(Curves))
 
 
-def results_csv(rows: Iterable[ResultRow]) -> str:
-    """The results table as canonical CSV text."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(FIELDS)
-    for row in sorted(rows, key=lambda r: r.config_id):
-        writer.writerow([_cell(getattr(row, f)) for f in FIELDS])
-    return buf.getvalue()
-
-
 class _LineWriter:
     """One CSV line at a time through one reused writer (a writer per row cost more)."""
 
@@ -88,6 +78,12 @@ def csv_line(cells: list[str]) -> str:
 def results_line(row: ResultRow) -> str:
     """A row's line of :func:`results_csv` (its text after the header, for one row)."""
     return _LINES.line([_cell(getattr(row, f)) for f in FIELDS])
+
+
+def results_csv(rows: Iterable[ResultRow]) -> str:
+    """The results table as canonical CSV text: the header, then each row's line by id."""
+    ordered = sorted(rows, key=lambda r: r.config_id)
+    return csv_line(list(FIELDS)) + "".join(results_line(r) for r in ordered)
 
 
 def curves_line(c: Curves) -> str:
