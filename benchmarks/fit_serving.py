@@ -2,11 +2,13 @@
 
 The datasheets and llama-bench rows give bandwidth and per-layer costs; what
 they cannot give is what a busy vLLM server adds: the compute efficiency of a
-mixed step, the host's fixed cost per step and per sequence in it, and the
-front end's cost per request. This script searches those four on the *fit*
+mixed step (one common figure, and Hopper's own: ``GENERATIONS``), the share of
+decode bandwidth it reaches, the host's fixed cost per step and per sequence in
+it, and the front end's cost and latency per request. This script searches those
+on the *fit*
 half of the dense vLLM V1 cases (curves chosen by hash, see
 ``generator.accuracy.serving``), each curve weighing the same, minimising the
-median |log(predicted / measured)| of TTFT, TPOT and output tokens/s. The
+mean |log(predicted / measured)| (each clipped at ``CLIP``) of TTFT, TPOT and output tokens/s. The
 runs are of vLLM releases that schedule a step, run it and take in its outputs
 before they schedule the next, so a step's host time adds to its device time
 (``StepCost.host_overlaps`` false; rows of releases with async scheduling on by
@@ -45,10 +47,31 @@ from backpressure.generator.accuracy.serving import (
     run_replay,
 )
 
-STEPS = {"mfu": 0.1, "bw": 0.1, "step": 1e-3, "seq": 20e-6, "request": 4e-3, "latency": 20e-3}
-START = {"mfu": 0.6, "bw": 1.0, "step": 1e-3, "seq": 20e-6, "request": 5e-3, "latency": 20e-3}
+# Generations with a compute efficiency of their own (serving_compute_efficiency_vllm_<gen>):
+# Hopper, whose datasheet peak the fit half's H100 runs reach a far smaller share of than
+# the A100 runs reach of theirs. Every other generation takes the common figure.
+GENERATIONS = ("hopper",)
+STEPS = {
+    "mfu": 0.1,
+    "mfu_hopper": 0.1,
+    "bw": 0.1,
+    "step": 1e-3,
+    "seq": 20e-6,
+    "request": 4e-3,
+    "latency": 20e-3,
+}
+START = {
+    "mfu": 0.6,
+    "mfu_hopper": 0.6,
+    "bw": 1.0,
+    "step": 1e-3,
+    "seq": 20e-6,
+    "request": 5e-3,
+    "latency": 20e-3,
+}
 BOUNDS = {
     "mfu": (0.1, 0.95),
+    "mfu_hopper": (0.1, 0.95),
     "bw": (0.4, 1.1),
     "step": (0.0, 20e-3),
     "seq": (0.0, 1e-3),
@@ -97,11 +120,25 @@ def weighted_median(pairs: list[tuple[float, float]]) -> float:
     return pairs[-1][0]
 
 
-def cost_with(base: StepCost, mfu0: float, bw0: float, theta: dict[str, float]) -> StepCost:
-    """A case's step cost with the fitted constants replaced."""
+def mfu_key(cat: Catalog, case: Case) -> str:
+    """The theta key of the compute efficiency a case's GPU takes."""
+    generation = cat.gpus[case.gpu].generation
+    return f"mfu_{generation}" if generation in GENERATIONS else "mfu"
+
+
+def current_mfu(cat: Catalog, case: Case) -> float:
+    """The compute efficiency the catalog gives the case's GPU now (its cost was built with it)."""
+    eff = resolve.constants(cat).serving_compute_efficiency
+    return eff.get(f"vllm_{cat.gpus[case.gpu].generation}", eff["vllm"])
+
+
+def cost_with(
+    base: StepCost, mfu0: float, bw0: float, theta: dict[str, float], mfu: str = "mfu"
+) -> StepCost:
+    """A case's step cost with the fitted constants replaced (``mfu``: its efficiency's key)."""
     return replace(
         base,
-        flops_per_s=base.flops_per_s / mfu0 * theta["mfu"],
+        flops_per_s=base.flops_per_s / mfu0 * theta[mfu],
         bandwidth_bytes_per_s=base.bandwidth_bytes_per_s / bw0 * theta["bw"],
         step_overhead_s=theta["step"],
         seq_overhead_s=theta["seq"],
@@ -114,12 +151,11 @@ def errors(
     cat: Catalog, prepared: list[tuple[Case, Replay]], theta: dict[str, float]
 ) -> list[tuple[Case, str, float]]:
     """(case, metric, log error) for every measured metric."""
-    k = resolve.constants(cat)
-    mfu0 = k.serving_compute_efficiency["vllm"]
-    bw0 = k.serving_bandwidth_factor["vllm"]
+    bw0 = resolve.constants(cat).serving_bandwidth_factor["vllm"]
     out = []
     for c, p in prepared:
-        pred = run_replay(p, cost_with(p.server.cost, mfu0, bw0, theta))
+        cost = cost_with(p.server.cost, current_mfu(cat, c), bw0, theta, mfu_key(cat, c))
+        pred = run_replay(p, cost)
         for m in METRICS:
             if m in c.measured and m in pred and math.isfinite(pred[m]) and pred[m] > 0:
                 out.append((c, m, math.log(pred[m] / c.measured[m])))
@@ -151,9 +187,7 @@ def fit_moe(
     ``prepared`` were built with the efficiency at 1.0, so a trial scales the
     expert compute of each case's step cost by the value tried.
     """
-    k = resolve.constants(cat)
-    mfu0 = k.serving_compute_efficiency["vllm"]
-    bw0 = k.serving_bandwidth_factor["vllm"]
+    bw0 = resolve.constants(cat).serving_bandwidth_factor["vllm"]
     weight: dict[str, int] = {}
     for c, _ in prepared:
         weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
@@ -161,7 +195,7 @@ def fit_moe(
     def loss(eff: float) -> float:
         num = den = 0.0
         for c, p in prepared:
-            base = cost_with(p.server.cost, mfu0, bw0, theta)
+            base = cost_with(p.server.cost, current_mfu(cat, c), bw0, theta, mfu_key(cat, c))
             pred = run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
             for m in METRICS:
                 if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:

@@ -27,6 +27,9 @@ class Device:
     count: int = 1
     interconnect: Literal["pcie", "nvlink", "infinity-fabric"] | None = None
     interconnect_bandwidth_bytes_per_s: int | None = None
+    # Architecture generation ("hopper", "ampere", ...): a calibration constant
+    # may differ by generation where the measurements say so.
+    generation: str = ""
 
 
 @dataclass(frozen=True, slots=True)

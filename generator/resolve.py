@@ -100,6 +100,7 @@ def device_from_gpu(
         count=count,
         interconnect=interconnect,  # type: ignore[arg-type]
         interconnect_bandwidth_bytes_per_s=link,
+        generation=gpu.generation,
     )
 
 

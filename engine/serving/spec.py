@@ -191,8 +191,11 @@ def step_cost(
         dispatch, dispatch_token = expert_dispatch(
             device, constants, gpus, moe_layers, hidden, experts.experts_per_token
         )
-    compute_eff = constants.serving_compute_efficiency.get(
-        runtime.scheduler, constants.prefill_compute_efficiency
+    # A generation's own figure where one was fitted (vllm_hopper), else the scheduler's.
+    by_scheduler = constants.serving_compute_efficiency
+    compute_eff = by_scheduler.get(
+        f"{runtime.scheduler}_{device.generation}",
+        by_scheduler.get(runtime.scheduler, constants.prefill_compute_efficiency),
     )
     moe_eff = constants.serving_moe_efficiency.get(runtime.scheduler)
     routed_flops = 0.0

@@ -189,6 +189,10 @@ def _case(
         (quant is None or quant not in cat.quants, "weights not mapped"),
         (runtime is None, "framework not mapped"),
         (tp != count or tp not in (1, 2, 4, 8), "not a single tensor-parallel group of 1-8"),
+        (
+            tp > 1 and r["source"].split("#")[0] in mapping.get("tp_across_pods", ()),
+            "tensor parallel across separate pods (link not known)",
+        ),
         (lengths is None, "request lengths not known"),
         (not requests, "request count not known"),
         (not measured, "no mean TTFT, TPOT or throughput"),

@@ -98,3 +98,12 @@ def test_bands_are_set_from_the_fit_half_only(pts: list[Point]) -> None:
 def test_catalog_bands_follow_the_rule(cat: Catalog) -> None:
     report = _report_module()
     assert report.report(cat)[1], "run benchmarks/serving_report.py and update calibration.yaml"
+
+
+def test_tensor_parallel_across_pods_is_left_out_and_its_one_gpu_rows_kept(cat: Catalog) -> None:
+    cases, skipped = load_cases(cat)
+    pods = "https://github.com/dennislee22/vLLM-benchmarking/"
+    assert skipped["tensor parallel across separate pods (link not known)"] > 0
+    from_pods = [c for c in cases if c.source.startswith(pods)]
+    assert from_pods, "the same source's one-GPU rows are still compared"
+    assert all(c.gpus == 1 for c in from_pods)
