@@ -62,7 +62,8 @@ class StepCost:
     prompt chunks of ``p`` tokens in ``n`` passes takes::
 
         memory  = (n W(t / n) + K kv_read + prefix kv_read + b state) / bandwidth
-        compute = (flops_per_token t + attn_flops_per_pair (K + pairs)) / flops
+        compute = (flops_per_token t + attn_flops_per_pair (K + pairs)
+                   + window_attn_flops_per_pair (K_w + min(pairs, p window))) / flops
                   + expert_flops_per_token t / moe_flops
         device  = max(memory, compute) + n pass_overhead + all-reduce + dispatch
         host    = step_overhead + s seq_overhead
@@ -72,7 +73,10 @@ class StepCost:
     with ``t = b + p`` tokens, ``W(t) = weight_bytes + expert_bytes E(t)`` the
     weights a pass of ``t`` tokens reads (``E(t)`` distinct experts per MoE
     layer, :func:`backpressure.engine.serving.step.distinct_experts`), and
-    ``pairs`` the query-key pairs of the prompt chunks' attention.
+    ``pairs`` the query-key pairs of the prompt chunks' attention. Windowed
+    layers attend to at most ``window`` keys per query: ``K_w = min(K, b window)``
+    for decode, and at most ``p window`` pairs for the prompt chunks (exact when
+    every chunk lies wholly inside or wholly beyond the first window).
 
     Attributes
     ----------
@@ -96,7 +100,11 @@ class StepCost:
         Matrix FLOPs per token outside the routed experts, ``2 x`` the active
         parameters that are not routed experts [FLOP].
     attn_flops_per_pair : float
-        Attention FLOPs per query-key pair over all layers and heads [FLOP].
+        Attention FLOPs per query-key pair over the full-attention layers and
+        their heads [FLOP]; layers without a KV cache (linear attention, Mamba)
+        have none.
+    window_attn_flops_per_pair : float
+        The same over the sliding-window and chunked layers [FLOP].
     flops_per_s : float
         Compute a step achieves (dense peak times efficiency) [FLOP/s].
     pass_overhead_s : float
@@ -165,6 +173,7 @@ class StepCost:
     dispatch_s: float = 0.0
     dispatch_s_per_token: float = 0.0
     host_overlaps: bool = True
+    window_attn_flops_per_pair: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

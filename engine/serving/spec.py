@@ -169,13 +169,15 @@ def step_cost(
     full_bytes = float(cap.kv_bytes_per_token)
     window_bytes, window = 0.0, 0
     heads, head_dim = 32, 128  # the 7-8B shape, for a model known only by size
+    attention_layers = full_layers = layers
     if arch is not None:
         a = arch.attention
         heads, head_dim = a.num_heads, a.head_dim
         attention_layers = len(a.window_per_layer) or 1
         per_layer = cap.kv_bytes_per_token / attention_layers
         windowed = [w for w in a.window_per_layer if w]
-        full_bytes = per_layer * (attention_layers - len(windowed))
+        full_layers = attention_layers - len(windowed)
+        full_bytes = per_layer * full_layers
         window_bytes = per_layer * len(windowed)
         window = max(windowed, default=0)
     overhead = pass_overhead_s(device, constants, arch)
@@ -215,7 +217,8 @@ def step_cost(
         * device.bandwidth_bytes_per_s
         * gpus,
         flops_per_token=2.0 * streamed - routed_flops,
-        attn_flops_per_pair=4.0 * layers * heads * head_dim,
+        attn_flops_per_pair=4.0 * full_layers * heads * head_dim,
+        window_attn_flops_per_pair=4.0 * (attention_layers - full_layers) * heads * head_dim,
         flops_per_s=compute_eff * flops,
         pass_overhead_s=overhead,
         step_overhead_s=constants.step_overhead_s.get(runtime.scheduler, 0.0),

@@ -33,7 +33,8 @@ W_DENSE, W_EXPERT, KV_FULL, KV_WINDOW, WINDOW, BANDWIDTH = 0, 1, 2, 3, 4, 5
 FLOPS_TOKEN, FLOPS_PAIR, FLOPS, PASS_S, STEP_S, AR_S, AR_TOKEN_S = 6, 7, 8, 9, 10, 11, 12
 SEQ_S, REQUEST_S, LATENCY_S, STATE = 13, 14, 15, 16
 EXPERT_FLOPS_TOKEN, MOE_FLOPS, A2A_S, A2A_TOKEN_S, HOST_SERIAL = 17, 18, 19, 20, 21
-COST_FIELDS = 22
+FLOPS_PAIR_WINDOW = 22
+COST_FIELDS = 23
 MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
 
 
@@ -63,6 +64,7 @@ def pack(cost: StepCost) -> Array:
     out[A2A_S] = cost.dispatch_s
     out[A2A_TOKEN_S] = cost.dispatch_s_per_token
     out[HOST_SERIAL] = 0.0 if cost.host_overlaps else 1.0
+    out[FLOPS_PAIR_WINDOW] = cost.window_attn_flops_per_pair
     out.flags.writeable = False
     return out
 
@@ -169,7 +171,11 @@ def step_parts(
     windowed = kv_tokens if window <= 0.0 else min(kv_tokens, decode * window)
     kv = (kv_tokens + prefix_tokens) * cost[KV_FULL] + (windowed + prefix_tokens) * cost[KV_WINDOW]
     memory = (weights + kv + decode * cost[STATE]) / cost[BANDWIDTH]
-    compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kv_tokens + pairs)) / cost[FLOPS]
+    attention = cost[FLOPS_PAIR] * (kv_tokens + pairs)
+    if window > 0.0:
+        # a windowed layer's query meets at most `window` keys
+        attention += cost[FLOPS_PAIR_WINDOW] * (windowed + min(pairs, prefill * window))
+    compute = (cost[FLOPS_TOKEN] * tokens + attention) / cost[FLOPS]
     if cost[EXPERT_FLOPS_TOKEN] > 0.0:
         # the grouped expert GEMMs run after the dense ones, at their own rate
         compute = compute + cost[EXPERT_FLOPS_TOKEN] * tokens / cost[MOE_FLOPS]

@@ -24,7 +24,8 @@ const MOE_FLOPS = 18;
 const A2A_S = 19;
 const A2A_TOKEN_S = 20;
 const HOST_SERIAL = 21;
-export const COST_FIELDS = 22;
+const FLOPS_PAIR_WINDOW = 22;
+export const COST_FIELDS = 23;
 
 const SEQ_DUST = 1e-9;
 
@@ -59,7 +60,12 @@ export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens,
   const kv =
     (kvTokens + prefixTokens) * cost[KV_FULL] + (windowed + prefixTokens) * cost[KV_WINDOW];
   const memory = (weights + kv + decode * cost[STATE]) / cost[BANDWIDTH];
-  let compute = (cost[FLOPS_TOKEN] * tokens + cost[FLOPS_PAIR] * (kvTokens + pairs)) / cost[FLOPS];
+  let attention = cost[FLOPS_PAIR] * (kvTokens + pairs);
+  if (window > 0.0) {
+    // a windowed layer's query meets at most `window` keys
+    attention += cost[FLOPS_PAIR_WINDOW] * (windowed + Math.min(pairs, prefill * window));
+  }
+  let compute = (cost[FLOPS_TOKEN] * tokens + attention) / cost[FLOPS];
   if (cost[EXPERT_FLOPS_TOKEN] > 0.0) {
     // the grouped expert GEMMs run after the dense ones, at their own rate
     compute = compute + (cost[EXPERT_FLOPS_TOKEN] * tokens) / cost[MOE_FLOPS];
