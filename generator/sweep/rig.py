@@ -27,13 +27,14 @@ from backpressure.engine.serving.breaking import (
     Concurrency,
     Epochs,
     Search,
+    concurrency,
     concurrency_table,
     find_breaking,
     open_loop,
     saturation_rps,
 )
 from backpressure.engine.serving.model import Policy, Server
-from backpressure.engine.serving.rules import Limits, Verdict
+from backpressure.engine.serving.rules import Limits, Verdict, judge
 from backpressure.engine.serving.run import BIN_S, Run, serve
 from backpressure.engine.serving.spec import requests_held, server
 
@@ -328,14 +329,17 @@ def timeline(run: Run, rate: float, duration: float) -> Timeline:
 
 
 def warm_up() -> None:
-    """Compile (or load) the serving loop before worker processes fork."""
+    """Compile (or load) the serving loop and the rules' summaries before worker processes fork."""
     Epochs(0).upto(4)
     from backpressure.engine.serving.model import Scheduler, StepCost
 
     cost = StepCost(1e9, 0.0, 0, 0, 1.0, 0.0, 0, 1e12, 2e9, 1e3, 1e14, 1e-4, 0.0)
+    limits = Limits(1.5, 10.0, 0.999, 0.85, 120.0)
     for policy in (Policy.VLLM, Policy.LLAMA_CPP):
         srv = Server(Scheduler(policy, 64, 16, 4, 256, 256, 4096), cost, 8, 60.0)
-        serve(srv, np.zeros(2), np.full(2, 8, np.int64), np.full(2, 4, np.int64), users=1)
+        run = serve(srv, np.zeros(2), np.full(2, 8, np.int64), np.full(2, 4, np.int64), users=1)
+        concurrency(run, 1)
+        judge(run, 1.0, limits, 0.0, 1.0)
 
 
 def _bound(srv: Server, table: tuple[Concurrency, ...], held: int) -> str:
