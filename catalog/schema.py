@@ -379,6 +379,15 @@ class Runtime(Entity):
         le=4096,
         description="vLLM: MXFP4 experts' intermediate size padded to [-].",
     )
+    mxfp4_rest_bits_per_weight: Float | None = Field(
+        default=None,
+        ge=1,
+        le=32,
+        description=(
+            "Bits the weights outside an MXFP4 model's routed experts are stored at in this "
+            "runtime's files (llama.cpp's GGUF: Q8_0); unset = 16."
+        ),
+    )
 
     @model_validator(mode="after")
     def _style_fields(self) -> Runtime:

@@ -129,7 +129,8 @@ def model_weights_bytes(
 
     Formats that keep embeddings in 16 bits (AWQ, GPTQ, FP8) cost them apart;
     MXFP4 quantizes only the routed experts (gpt-oss's ``modules_to_not_convert``:
-    attention, router, embeddings, head), the rest stays at 16 bits, and vLLM's
+    attention, router, embeddings, head), the rest stays at 16 bits (in llama.cpp's
+    GGUF files at the runtime's ``mxfp4_rest_bits``, Q8_0), and vLLM's
     MXFP4 kernel pads every expert matrix to its alignment (gpt-oss: 2880 x 2880
     to 3072 x 2944).
     """
@@ -145,6 +146,8 @@ def model_weights_bytes(
             ip = _round_up(i, runtime.mxfp4_intermediate_align)
             stored = math.ceil(routed * (hp * ip) / (h * i))
         rest = fmt.embedding_bits or 16.0
+        if runtime is not None and runtime.mxfp4_rest_bits:
+            rest = runtime.mxfp4_rest_bits
         return math.ceil((stored * fmt.bits_per_weight + (total - routed) * rest) / 8)
     return weights_bytes(total, fmt.bits_per_weight, arch.embedding_params, fmt.embedding_bits)
 

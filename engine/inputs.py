@@ -73,6 +73,8 @@ class Runtime:
     # hidden and intermediate sizes; 0: no padding.
     mxfp4_hidden_align: int = 0
     mxfp4_intermediate_align: int = 0
+    # Bits of an MXFP4 model's other weights in this runtime's files; 0: 16 (BF16).
+    mxfp4_rest_bits: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

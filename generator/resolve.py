@@ -152,6 +152,7 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         visible_memory_fraction=entry.visible_memory_fraction or 1.0,
         mxfp4_hidden_align=entry.mxfp4_hidden_align or 0,
         mxfp4_intermediate_align=entry.mxfp4_intermediate_align or 0,
+        mxfp4_rest_bits=entry.mxfp4_rest_bits_per_weight or 0.0,
     )
 
 
