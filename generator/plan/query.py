@@ -28,6 +28,7 @@ from backpressure.generator.plan.resweep import (
     planning_catalog,
     reasons,
 )
+from backpressure.generator.sweep.combos import swept_quants
 from backpressure.generator.sweep.run import Progress
 from pydantic import ValidationError
 
@@ -214,6 +215,8 @@ def _rates(
         where = ".".join(str(p) for p in first["loc"])
         raise PlanError(f"settings field {where}: {first['msg']}") from exc
     combos = candidates(planning, q.model, q.device)
+    if q.quants:  # the sweep adds each model's released format; a plan names its own
+        combos = [c for c in combos if c.quant in q.quants]
     why = reasons(cat, q.profile, q.contexts, quants)
     if sweep is None or why:
         why = why or ["no sweep output was found"]
@@ -225,7 +228,8 @@ def _rates(
     ids = [c.id for c in combos if c.id in have]
     results, tables = _select(sweep.results, ids), _select(sweep.concurrency, ids)
     if q.is_plan:  # every context of the model, for the closest configs elsewhere
-        rows = sweep.results[sweep.results["quant"].isin(list(quants))]
+        shown = list(quants) if q.quants else list(swept_quants(cat))
+        rows = sweep.results[sweep.results["quant"].isin(shown)]
         results, tables = rows, _select(sweep.concurrency, rows["config_id"].tolist())
     if not missing:
         return results, tables, (), 0

@@ -8,6 +8,7 @@ from backpressure.catalog.loader import Catalog
 from backpressure.engine import bands
 from backpressure.generator import text
 from backpressure.generator.site.pages import Limits, classify
+from backpressure.generator.sweep.combos import swept_quants
 
 
 def settings_rows(cat: Catalog) -> dict[str, Any]:
@@ -31,7 +32,10 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
         )
     return {
         "contexts": ", ".join(f"{c:,}" for c in s.contexts),
-        "quants": ", ".join(s.sweep_quants),
+        "quants": ", ".join(
+            q if only is None else f"{q} (as released: {', '.join(sorted(only))})"
+            for q, only in swept_quants(cat).items()
+        ),
         "prompt": s.prompt_tokens,
         "output": s.output_tokens,
         "ttft": sec(lim.ttft_budget_ms / 1000),

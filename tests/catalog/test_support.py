@@ -173,10 +173,17 @@ def test_every_new_device_is_swept(cat):
     assert new <= devices
 
 
-def test_no_swept_quant_computes_in_fp4(cat):
-    # The sweep's evaluation builds its device without the quant, so it has no FP4 rate
-    # to use; a swept NVFP4/MXFP4 quant would need it to pass resolve.compute_for's answer
-    # on (resolve.with_compute), as `estimate` does.
+def test_swept_fp4_configs_compute_at_the_fp4_rate(cat):
+    # The sweep costs a config through resolve.configure, which passes compute_for's
+    # answer on (resolve.with_compute) as `estimate` does: an MXFP4 config on a GPU that
+    # runs it natively gets the FP4 rate, elsewhere the weights widen to BF16 math.
+    fp4 = 0
     for c in enumerate_combos(cat):
         gpu = resolve.gpu_entry(cat, c.device)
-        assert resolve.compute_for(cat, gpu, cat.quants[c.quant], c.runtime) != "fp4", c.id
+        if resolve.compute_for(cat, gpu, cat.quants[c.quant], c.runtime) != "fp4":
+            continue
+        cfg = resolve.configure(cat, c.device, c.quant, c.context, c.model, runtime=c.runtime)
+        assert cfg.fmt.fp8_compute, c.id
+        assert cfg.device.fp8_flops_per_s == gpu.fp4_flops_per_s, c.id
+        fp4 += 1
+    assert fp4 > 0  # gpt-oss in MXFP4 on consumer Blackwell under vLLM

@@ -17,7 +17,7 @@ from backpressure.generator.results_io import (
     read_results,
     results_csv,
 )
-from backpressure.generator.sweep.combos import enumerate_combos
+from backpressure.generator.sweep.combos import enumerate_combos, released_quant
 from backpressure.generator.sweep.evaluate import evaluate, evaluate_many
 from backpressure.generator.sweep.rig import LoadSettings
 from backpressure.generator.sweep.run import run_sweep
@@ -40,7 +40,8 @@ def test_enumeration_is_sorted_unique_and_valid(cat):
     assert len(set(ids)) == len(ids)
     for c in combos:
         assert c.context <= cat.archs[c.model].max_context
-        assert c.quant in cat.settings.sweep_quants
+        # a swept quant, or the format the model is released in (gpt-oss: MXFP4)
+        assert c.quant in cat.settings.sweep_quants or c.quant == released_quant(cat, c.model)
         assert len(c.id.split(SEP)) == 4
     # vLLM-only formats never land on Apple silicon or CPU hosts
     assert not [c for c in combos if c.device.startswith("m4-") and c.quant == "fp8"]
@@ -288,3 +289,13 @@ def test_a_no_change_resweep_writes_nothing(small):
     stats = run_sweep(root, out, jobs=1)
     assert (stats.computed, stats.reused) == (0, stats.total)
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+
+
+def test_models_are_swept_in_the_format_they_are_released_in(cat):
+    combos = enumerate_combos(cat)
+    released = {(c.model, c.quant) for c in combos if c.quant not in cat.settings.sweep_quants}
+    # gpt-oss ships MXFP4 experts (config.json quantization_config.quant_method)
+    assert {m for m, _ in released} == {"gpt-oss-20b", "gpt-oss-120b"}
+    assert {q for _, q in released} == {"mxfp4"}
+    # and only those models get it: MXFP4 is not a format the others are published in
+    assert {c.model for c in combos if c.quant == "mxfp4"} == {"gpt-oss-20b", "gpt-oss-120b"}
