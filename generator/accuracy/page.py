@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.accuracy.batched import load_batched
+from backpressure.generator.accuracy.decode import checks
 from backpressure.generator.accuracy.report import (
     LABELS,
     Point,
@@ -141,3 +143,41 @@ def _load(p: Point) -> str:
 
 def _fmt(value: float, metric: str) -> str:
     return f"{value:,.0f} tok/s" if metric == "output_tps" else f"{value:,.1f} ms"
+
+
+def decode_context(cat: Catalog) -> dict[str, Any]:
+    """Single-stream decode: held-out summaries per kind, and the held-out rows outside the band."""
+    rows = checks(cat)
+    kinds = []
+    for kind in ("dense", "MoE"):
+        held = [c for c in rows if c.kind == kind and not c.fit]
+        if not held:
+            continue
+        errors = sorted(abs(c.error) for c in held)
+        kinds.append(
+            {
+                "kind": kind,
+                "fit": sum(c.kind == kind and c.fit for c in rows),
+                "n": len(held),
+                "median": f"{100 * statistics.median(errors):.1f} %",
+                "inside": f"{sum(c.inside for c in held)} of {len(held)} "
+                f"({100 * sum(c.inside for c in held) / len(held):.0f} %)",
+            }
+        )
+    misses = sorted((c for c in rows if not c.fit and not c.inside), key=lambda c: -abs(c.error))
+    return {
+        "kinds": kinds,
+        "misses": [
+            {
+                "kind": c.kind,
+                "device": f"{c.hardware} ({c.backend})",
+                "model": f"{c.model} {c.quant} {c.test}",
+                "measured": f"{c.measured:,.1f}",
+                "predicted": f"{c.predicted:,.1f}",
+                "error": f"{100 * c.error:+.0f} %",
+                "band": f"±{c.band_pct} %",
+                "source": c.source,
+            }
+            for c in misses
+        ],
+    }

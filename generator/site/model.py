@@ -83,11 +83,11 @@ def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str
 
     A second or two of work, cached by the code, the data files and the catalog.
     """
-    from backpressure.generator.accuracy.page import serving_context
+    from backpressure.generator.accuracy.page import decode_context, serving_context
     from backpressure.generator.accuracy.serving import DATA
 
     if cache is None:
-        return {"serving": serving_context(cat)}
+        return {"serving": serving_context(cat), "decode": decode_context(cat)}
     key = digest(
         code_digest(ACCURACY_MODULE),
         files_digest(sorted(p for p in DATA.iterdir() if p.is_file()), DATA),
@@ -107,6 +107,6 @@ def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str
     )
     ctx = cache.doc("accuracy", key)
     if ctx is None:
-        ctx = {"serving": serving_context(cat)}
+        ctx = {"serving": serving_context(cat), "decode": decode_context(cat)}
         cache.put_doc("accuracy", key, ctx)
     return dict(ctx)
