@@ -6,7 +6,12 @@ from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GIB
 from backpressure.generator.estimate import Estimate
 from backpressure.generator.serve_once import serving_lines
-from backpressure.generator.text import capacity_verdict, params_b, plural, room
+from backpressure.generator.text import (
+    capacity_verdict,
+    plural,
+    room,
+    weights_expression,
+)
 
 
 def gib(n: float) -> str:
@@ -16,13 +21,16 @@ def gib(n: float) -> str:
 
 def _arithmetic(est: Estimate) -> list[str]:
     r = est.result
-    params = params_b(r.total_params)
     per_token = f"{r.kv_bytes_per_token:,} B/token"
     kv_label = "exact" if r.kv_basis == "exact" else f"{est.kv_heuristic:g} MiB/B heuristic"
     capped = r.kv_bytes_per_request != r.kv_bytes_per_token * r.context_tokens
     window = ", windows capped" if capped else ""
     rows = [
-        ("weights", f"{params} x {est.bits_per_weight:g} bits / 8", gib(r.weights_bytes)),
+        (
+            "weights",
+            weights_expression(r.total_params, r.weights_bytes, est.bits_per_weight, "x"),
+            gib(r.weights_bytes),
+        ),
         (
             "KV budget",
             f"{gib(r.usable_memory_bytes)} - {gib(r.weights_bytes)} - "

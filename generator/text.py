@@ -198,3 +198,18 @@ def bottleneck(r: CapacityResult, serving: Any, s: Any) -> str:
     )
     first = rule_text(b.rule, s) if b.rule else "nothing fails"
     return f"{first} {where}; {bound} binds at saturation ({rps(serving.saturation_rps)} rps)"
+
+
+def weights_expression(total_params: int, weights_bytes: int, bits: float, times: str = "×") -> str:
+    """``params × bits / 8`` for the weights line of the arithmetic, true to its result.
+
+    A format that leaves some weights unquantized (AWQ, GPTQ and FP8 keep the
+    embeddings in 16 bits; MXFP4 quantizes only the routed experts) costs more
+    than its own bits over the whole model: the line then shows the average the
+    weights really take, and says so, so that the product is the value beside it.
+    """
+    average = 8 * weights_bytes / total_params if total_params else bits
+    if abs(average - bits) < 0.005:
+        return f"{params_b(total_params)} {times} {bits:g} bits / 8"
+    params = params_b(total_params)
+    return f"{params} {times} {average:.2f} bits / 8 ({bits:g} bits where quantized)"

@@ -12,7 +12,7 @@ from typing import Any
 from backpressure.catalog.loader import Catalog
 from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow, context_label
-from backpressure.generator.text import gib, params_b
+from backpressure.generator.text import gib
 
 GIB = 1024**3
 NEAREST = 5
@@ -122,7 +122,11 @@ def arithmetic(row: ResultRow, n: Names, heuristic_mib: float) -> list[tuple[str
     if row.kv_budget_bytes < 0:
         budget = "no KV budget"  # not a floor of a negative size
     return [
-        ("weights", f"{params_b(row.total_params)} × {n.bits:g} bits / 8", gib(row.weights_bytes)),
+        (
+            "weights",
+            text.weights_expression(row.total_params, row.weights_bytes, n.bits),
+            gib(row.weights_bytes),
+        ),
         (
             "KV budget",
             f"{gib(row.usable_memory_bytes)} − {gib(row.weights_bytes)} − "
