@@ -1,18 +1,7 @@
 """Single-stream decode sections of the calibration report: dense and mixture-of-experts.
 
-Rows are split deterministically by a SHA-256 of the row's source and setup
-(source, hardware, backend, model, quant): an even first byte fits, an odd one
-checks. Rows of one log share a setup, so a model's depth runs never straddle
-the split.
-
-Dense (``llama_bench.csv``, LLaMA-2-7B and 70B tg128): per platform, the share
-of datasheet bandwidth and a fixed cost per layer, least squares on 1/tps.
-
-MoE (``decode_single_stream.csv``): a step reads the dense part (attention,
-shared experts, norms, output head) and the ``k`` routed experts of every MoE
-layer, plus the KV cache (windows capped, recurrent state included) at the
-row's depth; ``moe_layer_overhead_s`` per platform is the median time per MoE
-layer left unexplained on the fit half, checked on the other half.
+The rows, the split and the arithmetic are in ``backpressure.generator.accuracy.decode``
+(the accuracy page shows the same checks); this prints them as the report's lines.
 """
 
 from __future__ import annotations
