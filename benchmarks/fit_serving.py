@@ -35,7 +35,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
+from backpressure.engine.serving.spec import compute_efficiency
 from backpressure.generator import resolve
 from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.serving import (
@@ -126,10 +128,9 @@ def mfu_key(cat: Catalog, case: Case) -> str:
     return f"mfu_{generation}" if generation in GENERATIONS else "mfu"
 
 
-def current_mfu(cat: Catalog, case: Case) -> float:
+def current_mfu(cat: Catalog, constants: Constants, case: Case) -> float:
     """The compute efficiency the catalog gives the case's GPU now (its cost was built with it)."""
-    eff = resolve.constants(cat).serving_compute_efficiency
-    return eff.get(f"vllm_{cat.gpus[case.gpu].generation}", eff["vllm"])
+    return compute_efficiency(constants, "vllm", cat.gpus[case.gpu].generation)
 
 
 def cost_with(
@@ -151,10 +152,11 @@ def errors(
     cat: Catalog, prepared: list[tuple[Case, Replay]], theta: dict[str, float]
 ) -> list[tuple[Case, str, float]]:
     """(case, metric, log error) for every measured metric."""
-    bw0 = resolve.constants(cat).serving_bandwidth_factor["vllm"]
+    k = resolve.constants(cat)
+    bw0 = k.serving_bandwidth_factor["vllm"]
     out = []
     for c, p in prepared:
-        cost = cost_with(p.server.cost, current_mfu(cat, c), bw0, theta, mfu_key(cat, c))
+        cost = cost_with(p.server.cost, current_mfu(cat, k, c), bw0, theta, mfu_key(cat, c))
         pred = run_replay(p, cost)
         for m in METRICS:
             if m in c.measured and m in pred and math.isfinite(pred[m]) and pred[m] > 0:
@@ -187,7 +189,8 @@ def fit_moe(
     ``prepared`` were built with the efficiency at 1.0, so a trial scales the
     expert compute of each case's step cost by the value tried.
     """
-    bw0 = resolve.constants(cat).serving_bandwidth_factor["vllm"]
+    k = resolve.constants(cat)
+    bw0 = k.serving_bandwidth_factor["vllm"]
     weight: dict[str, int] = {}
     for c, _ in prepared:
         weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
@@ -195,7 +198,7 @@ def fit_moe(
     def loss(eff: float) -> float:
         num = den = 0.0
         for c, p in prepared:
-            base = cost_with(p.server.cost, current_mfu(cat, c), bw0, theta, mfu_key(cat, c))
+            base = cost_with(p.server.cost, current_mfu(cat, k, c), bw0, theta, mfu_key(cat, c))
             pred = run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
             for m in METRICS:
                 if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:

@@ -208,8 +208,8 @@ def weights_expression(total_params: int, weights_bytes: int, bits: float, times
     than its own bits over the whole model: the line then shows the average the
     weights really take, and says so, so that the product is the value beside it.
     """
+    params = params_b(total_params)
     average = 8 * weights_bytes / total_params if total_params else bits
     if abs(average - bits) < 0.005:
-        return f"{params_b(total_params)} {times} {bits:g} bits / 8"
-    params = params_b(total_params)
+        return f"{params} {times} {bits:g} bits / 8"
     return f"{params} {times} {average:.2f} bits / 8 ({bits:g} bits where quantized)"

@@ -142,6 +142,19 @@ def expert_dispatch(
     return latency, 2 * moe_layers * hidden * ACTIVATION_BYTES * copies / link
 
 
+def compute_efficiency(constants: Constants, scheduler: str, generation: str) -> float:
+    """Share of dense peak a step's matrix products reach on this scheduler and generation.
+
+    A generation's own figure where one was fitted (``vllm_hopper``), else the
+    scheduler's, else the prefill figure.
+    """
+    by_scheduler = constants.serving_compute_efficiency
+    return by_scheduler.get(
+        f"{scheduler}_{generation}",
+        by_scheduler.get(scheduler, constants.prefill_compute_efficiency),
+    )
+
+
 def step_cost(
     device: Device,
     runtime: Runtime,
@@ -193,12 +206,7 @@ def step_cost(
         dispatch, dispatch_token = expert_dispatch(
             device, constants, gpus, moe_layers, hidden, experts.experts_per_token
         )
-    # A generation's own figure where one was fitted (vllm_hopper), else the scheduler's.
-    by_scheduler = constants.serving_compute_efficiency
-    compute_eff = by_scheduler.get(
-        f"{runtime.scheduler}_{device.generation}",
-        by_scheduler.get(runtime.scheduler, constants.prefill_compute_efficiency),
-    )
+    compute_eff = compute_efficiency(constants, runtime.scheduler, device.generation)
     moe_eff = constants.serving_moe_efficiency.get(runtime.scheduler)
     routed_flops = 0.0
     if experts is not None and moe_eff is not None:
