@@ -11,6 +11,7 @@ from typing import Any
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.accuracy.batched import load_batched
 from backpressure.generator.accuracy.decode import checks
+from backpressure.generator.accuracy.kv import FAMILIES, llama_cpp_checks, vllm_checks
 from backpressure.generator.accuracy.report import (
     LABELS,
     Point,
@@ -181,3 +182,74 @@ def decode_context(cat: Catalog) -> dict[str, Any]:
             for c in misses
         ],
     }
+
+
+KV_LISTED = 12  # held-out vLLM rows listed by name, largest end-to-end error first
+
+
+def _median_pct(errors: Sequence[float]) -> str:
+    return f"{100 * statistics.median(abs(e) for e in errors):.1f} %" if errors else "-"
+
+
+def kv_context(cat: Catalog) -> dict[str, Any]:
+    """KV capacity: per attention family, the allocator and end-to-end checks on held-out logs."""
+    rows = vllm_checks(cat)
+    held = [r for r in rows if r.held_out]
+    families = []
+    for fam in FAMILIES:
+        sel = [r for r in held if r.family == fam]
+        e2e = [r.error for r in sel if r.error is not None]
+        if not sel:
+            continue
+        families.append(
+            {
+                "family": fam,
+                "n": len(sel),
+                "alloc": _median_pct([r.alloc / r.logged - 1 for r in sel if r.alloc is not None]),
+                "median": _median_pct(e2e),
+                "worst": f"{100 * max(map(abs, e2e)):.1f} %" if e2e else "-",
+                "inside": f"{sum(bool(r.inside) for r in sel)} of {len(e2e)}",
+            }
+        )
+    alloc = [abs(r.alloc / r.logged - 1) for r in held if r.alloc is not None]
+    fitted = [r.error for r in rows if not r.held_out and r.error is not None]
+    worst = sorted((r for r in held if r.error is not None), key=lambda r: -abs(r.error or 0))
+    lcpp = llama_cpp_checks(cat)
+    return {
+        "rows": len(rows),
+        "held": len(held),
+        "families": families,
+        "fitted": {"n": len(fitted), "median": _median_pct(fitted)},
+        "alloc_worst": f"{100 * max(alloc):.1f} %" if alloc else "-",
+        "worst": [
+            {
+                "what": (
+                    f"{r.count}× {r.gpu} · {r.model} · {_release(r.version)} · "
+                    f"{r.context:,} context"
+                ),
+                "logged": f"{r.logged:,}",
+                "predicted": f"{r.e2e:,}",
+                "error": f"{100 * (r.error or 0):+.1f} %",
+                "band": f"±{r.band} %",
+                "kv": _gib_pair(r.budget_gib, r.logged_kv_gib),
+                "weights": _gib_pair(r.weights_gib, r.logged_weights_gib),
+                "source": r.url,
+            }
+            for r in worst[:KV_LISTED]
+        ],
+        "llama_cpp": {
+            "n": len(lcpp),
+            "median": _median_pct([r.error for r in lcpp]),
+            "worst": f"{100 * max(abs(r.error) for r in lcpp):.1f} %" if lcpp else "-",
+        },
+    }
+
+
+def _gib_pair(predicted: float | None, logged: float | None) -> str:
+    if predicted is None or logged is None:
+        return "-"
+    return f"{predicted:.2f} vs {logged:.2f}"
+
+
+def _release(version: str) -> str:
+    return f"vLLM {version.split('+')[0]}" if version else "vLLM (release not printed)"

@@ -78,16 +78,21 @@ def gather(
 ACCURACY_MODULE = "backpressure.generator.accuracy.page"
 
 
+def _accuracy(cat: Catalog) -> dict[str, Any]:
+    from backpressure.generator.accuracy.page import decode_context, kv_context, serving_context
+
+    return {"serving": serving_context(cat), "decode": decode_context(cat), "kv": kv_context(cat)}
+
+
 def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str, Any]:
     """The accuracy page's numbers: published runs replayed.
 
     A second or two of work, cached by the code, the data files and the catalog.
     """
-    from backpressure.generator.accuracy.page import decode_context, serving_context
     from backpressure.generator.accuracy.serving import DATA
 
     if cache is None:
-        return {"serving": serving_context(cat), "decode": decode_context(cat)}
+        return _accuracy(cat)
     key = digest(
         code_digest(ACCURACY_MODULE),
         files_digest(sorted(p for p in DATA.iterdir() if p.is_file()), DATA),
@@ -100,6 +105,7 @@ def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str
                     ("models", cat.models),
                     ("quants", cat.quants),
                     ("runtimes", cat.runtimes),
+                    ("kv_dtypes", cat.kv_dtypes),
                     ("calibration", cat.calibration),
                 )
             }
@@ -107,6 +113,6 @@ def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str
     )
     ctx = cache.doc("accuracy", key)
     if ctx is None:
-        ctx = {"serving": serving_context(cat), "decode": decode_context(cat)}
+        ctx = _accuracy(cat)
         cache.put_doc("accuracy", key, ctx)
     return dict(ctx)

@@ -1,0 +1,293 @@
+"""KV-cache capacity against vLLM startup logs and llama.cpp cache lines.
+
+vLLM rows are checked three ways, so a miss can be placed:
+
+1. allocator: the KV tokens (and "Maximum concurrency") the engine's layout of
+   vLLM's pool gives for the KV memory the log itself reports;
+2. budget: the KV memory the engine predicts (weights, activation peak,
+   non-torch memory, visible memory, by release) against the logged one;
+3. end to end: predicted tokens against logged tokens.
+
+The catalog's vLLM constants were fitted on the v0.19.0 H100 rows of
+``vllm_kv_cache.csv`` (:data:`FIT_RELEASE`, :data:`FIT_GPU`); every other row, of
+either file, is held out.
+llama.cpp rows check the cell rule (cells x layers x bytes); nothing is fitted on them.
+
+``benchmarks/calib_kv.py`` prints these checks into the calibration report; the
+accuracy page shows them (:func:`kv_context` in ``page``).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, replace
+
+from backpressure.catalog.loader import Catalog
+from backpressure.engine.capacity import batched_tokens, estimate
+from backpressure.engine.inputs import Device
+from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
+from backpressure.engine.units import GIB, MIB
+from backpressure.generator import resolve
+from backpressure.generator.paths import ROOT
+
+DATA = ROOT / "benchmarks" / "data"
+FAMILIES = ("full", "sliding", "hybrid-linear")
+FIT_FILE, FIT_RELEASE, FIT_GPU = "vllm_kv_cache.csv", "0.19.0", "H100 80GB HBM3"
+
+# hf_repo (as logged, up to the first space) -> (catalog model, quant). Qwen2-7B has
+# Qwen2.5-7B's KV shape (28 layers x 4 KV heads x 128) and vocabulary; its weights
+# differ by 0.04B, so it is used for the allocator and budget checks alike.
+MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": ("llama-3.1-8b", "bf16"),
+    "meta-llama/Meta-Llama-3.1-8B-Instruct": ("llama-3.1-8b", "bf16"),
+    "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic": ("llama-3.3-70b", "fp8"),
+    "Qwen/Qwen2.5-7B-Instruct": ("qwen2.5-7b", "bf16"),
+    "Qwen/Qwen2-7B-Instruct": ("qwen2.5-7b", "bf16"),
+    "Qwen/Qwen3-14B": ("qwen3-14b", "bf16"),
+    "RedHatAI/Qwen3-14B-FP8-dynamic": ("qwen3-14b", "fp8"),
+    "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b", "fp8"),
+    "meta-llama/Meta-Llama-3.1-405B-Instruct-FP8": ("llama-3.1-405b", "fp8"),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B": ("qwen2.5-14b", "bf16"),
+    "meta-llama/Llama-3.1-8B": ("llama-3.1-8b", "bf16"),
+    "RedHatAI/gemma-3-12b-it-FP8-dynamic": ("gemma-3-12b", "fp8"),
+    "RedHatAI/gemma-3-27b-it-FP8-dynamic": ("gemma-3-27b", "fp8"),
+    "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("qwen3-coder-30b-a3b", "gptq-int4"),
+    "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", "awq-int4"),
+    "openai/gpt-oss-20b": ("gpt-oss-20b", "mxfp4"),
+    "openai/gpt-oss-120b": ("gpt-oss-120b", "mxfp4"),
+}
+GPUS = {
+    "H100 80GB HBM3": "h100-sxm",
+    "H100": "h100-sxm",
+    "A100 40GB": "a100-40gb-sxm",
+    "A100 80GB": "a100-80gb-sxm",
+    "RTX 3090": "rtx-3090",
+    "RTX 4090": "rtx-4090",
+    "RTX 5090": "rtx-5090",
+}
+# GPUs outside the catalog: memory (GiB, as the box prints it) and vendor, from the
+# vendors' product pages; only the memory budget needs them.
+OFF_CATALOG = {
+    "Radeon AI PRO R9700": (
+        32,
+        "amd",
+        "https://www.amd.com/en/products/graphics/workstations/radeon-ai-pro/ai-9000-series/amd-radeon-ai-pro-r9700.html",
+    ),
+    "RTX 5000 Ada": (
+        32,
+        "nvidia",
+        "https://www.nvidia.com/en-us/design-visualization/rtx-5000/",
+    ),
+}
+# llama.cpp cache lines: model string -> catalog model.
+LLAMA_CPP_MODELS = {
+    "gemma-3-1b-it": "gemma-3-1b",
+    "Llama-3.2-1B-Instruct": "llama-3.2-1b",
+    "Qwen3-32B": "qwen3-32b",
+    "gpt-oss-20b": "gpt-oss-20b",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class VllmKv:
+    """One vLLM startup log's KV lines against the engine."""
+
+    source: str  # the data file
+    url: str  # where the log is published
+    held_out: bool
+    gpu: str
+    count: int
+    model: str
+    family: str  # "full", "sliding", "hybrid-linear" or "mla"
+    version: str
+    context: int
+    logged: int  # KV tokens the log prints
+    logged_conc: float | None
+    alloc: int | None = None  # tokens for the logged KV memory
+    alloc_conc: float | None = None
+    logged_kv_gib: float | None = None
+    e2e: int | None = None  # tokens the engine predicts from the device alone
+    budget_gib: float | None = None  # per GPU
+    weights_gib: float | None = None  # per GPU
+    logged_weights_gib: float | None = None
+    band: int | None = None  # the capacity band the config page would show [%]
+
+    @property
+    def error(self) -> float | None:
+        """End-to-end predicted over logged tokens, minus one [-]."""
+        return None if self.e2e is None else self.e2e / self.logged - 1
+
+    @property
+    def inside(self) -> bool | None:
+        """Whether the end-to-end error lies within the band."""
+        err = self.error
+        return None if err is None or self.band is None else abs(err) * 100 <= self.band
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaCppKv:
+    """One llama.cpp cache line against the cell rule."""
+
+    model: str
+    ctx: int
+    part: str  # "unified", "SWA" or "non-SWA"
+    swa_full: bool
+    cells: int
+    logged_cells: str
+    layers: int
+    predicted_mib: float
+    logged_mib: float
+    url: str
+
+    @property
+    def error(self) -> float:
+        """Predicted over logged size, minus one [-]."""
+        return self.predicted_mib / self.logged_mib - 1
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with (DATA / name).open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _family(cat: Catalog, mid: str) -> str:
+    arch = cat.archs[mid]
+    if arch.recurrent is not None:
+        return "hybrid-linear"
+    if arch.attention.mla_latent_dim:
+        return "mla"
+    return "sliding" if arch.attention.windowed_layers else "full"
+
+
+def _gpu(name: str) -> str | None:
+    return GPUS.get(name.split(" (")[0])
+
+
+def _device(cat: Catalog, gpu: str | None, name: str, count: int) -> Device | None:
+    link = "pcie" if count > 1 else None
+    if gpu is not None:
+        return resolve.device_from_gpu(cat.gpus[gpu], count, link)
+    off = OFF_CATALOG.get(name.split(" (")[0].removesuffix(" 32GB"))
+    if off is None:
+        return None
+    gib, vendor, _ = off
+    return Device(name, "discrete", vendor, gib * GIB, None, count=count, interconnect=link)  # type: ignore[arg-type]
+
+
+def _mnbt(cat: Catalog, gpu: str | None, raw: str, gpu_name: str) -> int:
+    if raw:
+        return int(raw)
+    runtime = resolve.runtime_profile(cat.runtimes["vllm"])
+    if gpu is None:
+        return runtime.max_num_batched_tokens
+    # vLLM keeps the small defaults on any A100 (arg_utils.py, PR #17885).
+    if "A100" in gpu_name:
+        return runtime.max_num_batched_tokens
+    return batched_tokens(runtime, resolve.device_from_gpu(cat.gpus[gpu]))
+
+
+def vllm_checks(cat: Catalog) -> list[VllmKv]:
+    """One record per usable vLLM log row: logged and predicted numbers."""
+    out: list[VllmKv] = []
+    for source in (FIT_FILE, "vllm_kv_hybrid.csv"):
+        for r in _rows(source):
+            fitted = (source, r["vllm_version"], r["gpu"]) == (FIT_FILE, FIT_RELEASE, FIT_GPU)
+            model = MODELS.get(r["hf_repo"].split(" (")[0])
+            if not model or not r["kv_cache_tokens"] or model[0] not in cat.models:
+                continue
+            mid, quant = model
+            gpu = _gpu(r["gpu"])
+            count = int(r["gpu_count"].split()[0])
+            context = int(r["max_model_len"].split()[0]) if r["max_model_len"] else 2048
+            kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
+            kv_bytes = resolve.kv_bytes(cat.kv_dtypes[kv])
+            mnbt = _mnbt(cat, gpu, r.get("max_num_batched_tokens", ""), r["gpu"])
+            arch = cat.archs[mid]
+            pool = vllm_pool(arch, kv_bytes, context, mnbt, count)
+            point = VllmKv(
+                source=source,
+                url=r["source"],
+                held_out=not fitted,
+                gpu=r["gpu"].split(" (")[0],
+                count=count,
+                model=mid,
+                family=_family(cat, mid),
+                version=r["vllm_version"],
+                context=context,
+                logged=int(r["kv_cache_tokens"]),
+                logged_conc=float(r["max_concurrency"]) if r["max_concurrency"] else None,
+            )
+            if r["available_kv_gib"]:
+                avail = int(float(r["available_kv_gib"]) * GIB)
+                point = replace(
+                    point,
+                    alloc=pool.reported_tokens(avail),
+                    alloc_conc=pool.max_concurrency(avail),
+                    logged_kv_gib=float(r["available_kv_gib"]),
+                )
+            device = _device(cat, gpu, r["gpu"], count)
+            if device is not None and r["gpu_memory_utilization"]:
+                runtime = resolve.runtime_profile(cat.runtimes["vllm"])
+                runtime = replace(
+                    runtime,
+                    gpu_memory_utilization=float(r["gpu_memory_utilization"]),
+                    version=r["vllm_version"] or runtime.version,
+                    max_num_batched_tokens=mnbt,
+                    large_gpu_max_num_batched_tokens=mnbt,
+                )
+                res = estimate(
+                    device,
+                    runtime,
+                    resolve.weight_format(cat.quants[quant]),
+                    resolve.constants(cat),
+                    context,
+                    kv_bytes,
+                    arch=arch,
+                )
+                point = replace(
+                    point,
+                    e2e=res.kv_capacity_tokens,
+                    budget_gib=res.kv_budget_bytes / count / GIB,
+                    weights_gib=res.weights_bytes / count / GIB,
+                    logged_weights_gib=float(r["model_weights_gib"] or 0) or None,
+                    band=res.error_band_pct,
+                )
+            out.append(point)
+    return out
+
+
+def llama_cpp_checks(cat: Catalog) -> list[LlamaCppKv]:
+    """llama.cpp's logged cache sizes against its cell rule (every row held out)."""
+    out: list[LlamaCppKv] = []
+    for r in _rows("llamacpp_kv.csv"):
+        mid = LLAMA_CPP_MODELS.get(r["model"].split(" (")[0])
+        if mid is None or mid not in cat.archs:
+            continue
+        if not r["engine"].startswith("llama.cpp") or "via" in r["engine"]:
+            continue
+        ctx_text = r["n_ctx"].split()[0] if r["n_ctx"] else ""
+        if not ctx_text.isdigit():
+            continue
+        a = cat.archs[mid].attention
+        ctx = int(ctx_text)
+        swa_full = r["swa_full"].startswith("true")
+        part = r["cache_part"]
+        windows = [w for w in a.window_per_layer if (w > 0) == (part == "SWA")]
+        if part.startswith("unified"):
+            windows = list(a.window_per_layer)
+        cells = llama_cpp_cells(windows[0], ctx, 512, 1, swa_full) if windows else 0
+        out.append(
+            LlamaCppKv(
+                model=mid,
+                ctx=ctx,
+                part=part,
+                swa_full=swa_full,
+                cells=cells,
+                logged_cells=r["cells"] or "-",
+                layers=len(windows),
+                predicted_mib=len(windows) * cells * token_bytes_per_layer(a, 2.0) / MIB,
+                logged_mib=float(r["size_mib"]),
+                url=r["source"],
+            )
+        )
+    return out
