@@ -15,6 +15,7 @@ fitted, or held out, together.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import math
 import re
@@ -150,10 +151,37 @@ def _is_holdout(curve: str) -> bool:
 
 def load_cases(cat: Catalog, data: Path = DATA) -> tuple[list[Case], Counter[str]]:
     """Cases for every comparable row, and why the others were left out."""
+    copies = copied_rows(data / "serving_load.csv")
     return read_cases(
         data / "serving_load.csv",
         data / "serving_map.yaml",
-        lambda mapping, i, r: _case(cat, mapping, i, r),
+        lambda mapping, i, r: (COPIED, None) if i in copies else _case(cat, mapping, i, r),
+    )
+
+
+COPIED = "figures identical to another GPU's or model's run (a copied table)"
+# The figures a run's identity shows in: two separate runs never agree on all of them
+# to the printed digit.
+_RUN_FIGURES = ("duration_s", "mean_ttft_ms", "mean_tpot_ms", "output_throughput")
+
+
+def copied_rows(table: Path) -> frozenset[int]:
+    """Rows whose measured figures repeat, to the last digit, a row of another setup.
+
+    Such a table was copied from one page to another (gpustack's GLM-4.5-Air
+    pages print the same vLLM and SGLang runs for 4x A100 and 4x H100), and the
+    data cannot say which setup it was measured on, so neither is compared. A run
+    quoted twice for the same GPU, model and weights is not a copy.
+    """
+    with table.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    setups: dict[tuple[str, ...], set[tuple[str, str, str]]] = {}
+    for r in rows:
+        figures = tuple(r[k] for k in _RUN_FIGURES)
+        if all(figures):
+            setups.setdefault(figures, set()).add((r["gpu"], r["hf_repo"], r["weights_dtype"]))
+    return frozenset(
+        i for i, r in enumerate(rows) if len(setups.get(tuple(r[k] for k in _RUN_FIGURES), ())) > 1
     )
 
 
