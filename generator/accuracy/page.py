@@ -20,7 +20,7 @@ from backpressure.generator.accuracy.report import (
     points,
     summarise,
 )
-from backpressure.generator.accuracy.serving import METRICS, load_cases
+from backpressure.generator.accuracy.serving import METRICS, Case, load_cases
 
 WORST = 25  # misses listed by name on the page
 PAGE_BAND_CAP = 90.0  # the pages never publish a serving band wider than this [%]
@@ -110,6 +110,7 @@ def serving_context(cat: Catalog) -> dict[str, Any]:
             }
     worst = sorted(held, key=lambda p: -abs(math.log(p.predicted / p.measured)))[:WORST]
     return {
+        "peers": peers_context(pts),
         "cases": n_cases,
         "points": len(pts),
         "curves": len({p.case.curve for p in pts}),
@@ -132,6 +133,63 @@ def serving_context(cat: Catalog) -> dict[str, Any]:
             for p in worst
         ],
     }
+
+
+def peers_context(pts: Sequence[Point]) -> dict[str, Any]:
+    """Runs of vLLM V1 that the same page repeated with other servers: their measured TTFTs.
+
+    Same source document, GPU, parallel degree, model, weights, request lengths,
+    request count and load; only the server differs. It shows how much of a TTFT
+    miss is the server's own, beyond what the GPU's work explains.
+    """
+    by_run: dict[tuple[Any, ...], dict[str, Point]] = {}
+    for p in pts:
+        c = p.case
+        if p.metric != "ttft_ms" or not isinstance(c, Case):
+            continue
+        if c.framework == "vllm" and not c.v1:
+            continue
+        key = (c.source.split("#")[0], c.gpu, c.gpus, c.model, c.quant, c.prompt, c.output,
+               c.requests, c.users, c.rate, c.max_num_batched_tokens)  # fmt: skip
+        by_run.setdefault(key, {})[c.framework] = p
+    ranked: list[tuple[float, dict[str, str]]] = []
+    for runs in by_run.values():
+        v = runs.get("vllm")
+        others = {f: p for f, p in runs.items() if f != "vllm"}
+        if v is None or not others:
+            continue
+        ratio = v.measured / min(p.measured for p in others.values())
+        ranked.append(
+            (
+                ratio,
+                {
+                    "what": f"{_setup(v)} · {_load(v)}",
+                    "vllm": _duration(v.measured),
+                    "sglang": _seconds(others.get("sglang")),
+                    "trtllm": _seconds(others.get("tensorrt-llm")),
+                    "engine": _duration(v.predicted),
+                    "ratio": f"{ratio:.1f}×",
+                    "source": v.case.source,
+                },
+            )
+        )
+    ranked.sort(key=lambda rr: -rr[0])
+    return {
+        "rows": [row for _, row in ranked],
+        "median_ratio": f"{statistics.median(r for r, _ in ranked):.1f}×" if ranked else "-",
+    }
+
+
+def _setup(p: Point) -> str:
+    return f"{p.case.gpus}× {p.case.gpu} · {p.case.model} · {p.case.quant}"
+
+
+def _seconds(p: Point | None) -> str:
+    return "-" if p is None else _duration(p.measured)
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:,.0f} ms" if ms < 1000 else f"{ms / 1000:,.1f} s"
 
 
 def _load(p: Point) -> str:

@@ -76,4 +76,5 @@ def _empty_serving() -> dict[str, object]:
         "headline": {},
         "rows": [],
         "worst": [],
+        "peers": {"rows": [], "median_ratio": "-"},
     }
