@@ -120,6 +120,34 @@ def source_md(value: object) -> Markup:
     return Markup("").join(out)
 
 
+def source_label(url: str) -> str:
+    """A short name for a URL: ``owner/repo: dir/file#L12``, ``owner/repo#123`` or host/file."""
+    parts = urlsplit(url)
+    segs = [p for p in parts.path.split("/") if p]
+    anchor = f"#{parts.fragment}" if parts.fragment else ""
+    if parts.hostname == "github.com" and len(segs) >= 2:
+        repo = "/".join(segs[:2])
+        if len(segs) >= 4 and segs[2] in ("issues", "pull", "discussions"):
+            return f"{repo}#{segs[3]}"
+        if len(segs) >= 5 and segs[2] in ("blob", "tree"):
+            return f"{repo}: {'/'.join(segs[-2:])}{anchor}"
+        return repo
+    tail = segs[-1] if segs else ""
+    return f"{parts.hostname}/{tail}{anchor}" if tail else f"{parts.hostname}{anchor}"
+
+
+def source_short_md(value: object) -> Markup:
+    """Like :func:`source_md`, each URL a link named by :func:`source_label`."""
+    text = str(value)
+    out, pos = [], 0
+    for m in _URL_IN_TEXT.finditer(text):
+        out.append(md_text(text[pos : m.start()]))
+        out.append(md_link(m.group(0), source_label(m.group(0))))
+        pos = m.end()
+    out.append(md_text(text[pos:]))
+    return Markup("").join(out)
+
+
 # What CommonMark reads inside an image's description: brackets and parentheses
 # (which end it), code, emphasis, HTML, entities; backslash-escaped, the rest
 # (dots, dashes, colons) stays readable.

@@ -25,6 +25,7 @@ from backpressure.generator.site.escape import (
     md_text,
     site_path,
     source_md,
+    source_short_md,
 )
 from backpressure.generator.text import band, gib, params_b, rps, tokens
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
@@ -79,6 +80,7 @@ def _finalize(context: Context, value: Any) -> Any:
 FILTERS = {
     "md_escape": md_escape,
     "source_md": source_md,
+    "source_short": source_short_md,
     "md_link": md_link,
     "http_url": http_url,
     "path": site_path,

@@ -110,6 +110,17 @@ def test_source_md_links_urls_and_escapes_the_rest():
     assert "<a" not in str(render.source_md("javascript:alert(1) data:text/html,x"))
 
 
+def test_source_short_names_links_and_escapes_the_rest():
+    from html import unescape
+
+    url = "https://github.com/o/r/blob/0123abc/docs/lab/h200.md#L379"
+    out = unescape(str(render.FILTERS["source_short"](f"(log) {url} *x*")))
+    assert out == f'(log) <a href="{url}">o/r: lab/h200.md#L379</a> *x*'
+    issue = unescape(str(render.FILTERS["source_short"]("https://github.com/o/r/issues/12")))
+    assert issue.endswith(">o/r#12</a>")
+    assert "<a" not in str(render.FILTERS["source_short"]("javascript:alert(1)"))
+
+
 def test_json_in_script_cannot_close_the_element():
     out = str(render.to_json({"a": "</script><b>&"}))
     assert "</script>" not in out
