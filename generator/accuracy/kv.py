@@ -197,6 +197,8 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 continue
             mid, quant = model
             gpu = _gpu(r["gpu"])
+            if gpu not in cat.gpus:  # a catalog without the GPU (a test's small one)
+                gpu = None
             count = int(r["gpu_count"].split()[0])
             context = int(r["max_model_len"].split()[0]) if r["max_model_len"] else 2048
             kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
@@ -226,7 +228,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                     logged_kv_gib=float(r["available_kv_gib"]),
                 )
             device = _device(cat, gpu, r["gpu"], count)
-            if device is not None and r["gpu_memory_utilization"]:
+            if device is not None and r["gpu_memory_utilization"] and quant in cat.quants:
                 runtime = resolve.runtime_profile(cat.runtimes["vllm"])
                 runtime = replace(
                     runtime,
