@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.generator.accuracy.page import PAGE_BAND_CAP, all_points
+from backpressure.generator.accuracy.page import PAGE_BAND_CAP, all_points, peers_context
 from backpressure.generator.accuracy.report import LABELS, Point, kind_of, quantile, summarise
 from backpressure.generator.accuracy.serving import METRICS
 from backpressure.generator.paths import ROOT
@@ -161,6 +161,18 @@ def report(cat: Catalog) -> tuple[str, bool]:
         line += f"; catalog has {pub if pub is not None else 'none'}" + ("" if same else " (STALE)")
         lines.append(line)
     lines += ["", "By runtime, device class and dense/MoE:", *_table(pts)]
+    peers = peers_context(pts)
+    lines += [
+        "",
+        "The same runs through other servers (same page, GPUs, model, weights, requests):",
+        f"mean TTFT measured; vLLM's is a median {peers['median_ratio']} the fastest other's.",
+        f"  {'run':<72} {'vLLM':>8} {'SGLang':>8} {'TRT-LLM':>8} {'engine':>8} {'ratio':>6}",
+    ]
+    for r in peers["rows"]:
+        lines.append(
+            f"  {r['what'][:72]:<72} {r['vllm']:>8} {r['sglang']:>8} {r['trtllm']:>8} "
+            f"{r['engine']:>8} {r['ratio']:>6}"
+        )
     lines += ["", "Rows not compared:"]
     for why, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {n:5d}  {why}")
