@@ -151,11 +151,11 @@ def report(cat: Catalog) -> tuple[str, bool]:
         expect = band if math.isnan(wide) else wide
         same = pub is not None and pub == expect
         ok_all = ok_all and same
-        line = f"  {kind:16s} fit p90 {band:4.0f} %: held-out inside {100 * cover:3.0f} %"
+        line = f"  {kind:16s} fit p90 {band:4.0f} %: held-out inside {100 * cover:5.1f} %"
         if not math.isnan(wide):
             line += (
                 f" < {100 * COVER:.0f} %: MISS; widened to the fit p97.5 {wide:.0f} %: "
-                f"held-out inside {100 * wide_cover:3.0f} %"
+                f"held-out inside {100 * wide_cover:5.1f} %"
                 + (" (still a MISS)" if wide_cover < COVER else "")
             )
         line += f"; catalog has {pub if pub is not None else 'none'}" + ("" if same else " (STALE)")

@@ -15,11 +15,15 @@ vLLM (V1 engine, ``vllm/v1/core/sched/scheduler.py``):
   block boundary, one KV block; partly prefilled prompts take chunks of what
   budget is left (chunked prefill). When blocks run out, the most recently
   admitted running request is preempted: its blocks are freed and it goes back
-  to the front of the waiting queue to recompute everything it had (prompt and
-  output so far). Only in a step without preemption are waiting requests
-  admitted, first come first served, while ``max_num_seqs``, the budget and the
-  free blocks allow; a request whose first chunk finds too few free blocks
-  blocks the queue behind it.
+  to the front of the waiting queue to recompute what it had (prompt and output
+  so far). The prefix cache (on by default) keeps its full blocks in the free
+  queue, tail block first in line for eviction (``vllm/v1/core/kv_cache_manager.py``,
+  ``free``: "We free the blocks in reverse order so that the tail blocks are
+  evicted first"), until new allocations reach them: on readmission the blocks
+  still there are hits and only the rest is recomputed. Only in a step without
+  preemption are waiting requests admitted, first come first served, while
+  ``max_num_seqs``, the budget and the free blocks allow; a request whose first
+  chunk finds too few free blocks blocks the queue behind it.
 llama.cpp (``tools/server``): ``-np`` slots of ``ctx / np`` tokens each, reserved
   whole. A waiting request takes a free slot at the start of an iteration; the
   batch holds one decode token per generating slot, then prompt chunks slot by
@@ -102,6 +106,12 @@ def _serve_py(
     start = np.zeros(n, np.int64)  # step its decoding (re)started
     start_done = np.zeros(n, np.int64)  # tokens computed then
     epoch = np.zeros(n, np.int64)  # bumped at each preemption: stale queue entries skip
+    # vLLM's prefix cache keeps a preempted request's full blocks until the free
+    # queue hands them out again: how many it left, and the allocation count at
+    # which their eviction begins (tail block first).
+    cached = np.zeros(n, np.int64)
+    cache_from = np.zeros(n, np.int64)
+    allocated = 0  # blocks handed out from the free queue so far
     # waiting queue: a ring, preempted requests pushed at the front
     cap = n + 1
     wq = np.zeros(cap, np.int64)
@@ -262,6 +272,8 @@ def _serve_py(
                         blocks,
                         block_tokens,
                     )
+                cached[v] = computed[v] // block_tokens
+                cache_from[v] = allocated + kv_blocks - used
                 used -= blocks[v]
                 blocks[v] = 0
                 n_running -= 1
@@ -284,6 +296,7 @@ def _serve_py(
                 n_preempt += 1
                 preempted = True
             used += need_dec
+            allocated += need_dec
         budget -= n_dec
         # prompts under way, in admission order
         k = 0
@@ -321,6 +334,8 @@ def _serve_py(
                         budget += 1
                         if key[v] == (-step) % block_tokens:
                             used -= 1  # the block it was given for this step
+                    cached[v] = computed[v] // block_tokens
+                    cache_from[v] = allocated + kv_blocks - used
                     used -= blocks[v]
                     blocks[v] = 0
                     n_running -= 1
@@ -347,6 +362,7 @@ def _serve_py(
                 if phase[r] != PREFILL:
                     break
                 used += want
+                allocated += want
                 blocks[r] += want
             chunk_r[n_chunks] = r
             chunk_n[n_chunks] = take
@@ -361,12 +377,23 @@ def _serve_py(
             if vllm:
                 if n_running >= max_seqs:
                     break
-                take = min(target[r] - computed[r], budget)
-                want = -(-(computed[r] + take) // block_tokens) - blocks[r]
+                # A preempted request finds the blocks it left that are not yet
+                # handed out again; the last token is always computed afresh.
+                hit = 0
+                if cached[r] > 0:
+                    kept = cached[r] - max(0, allocated - cache_from[r])
+                    hit = min(
+                        max(kept, 0) * block_tokens, (target[r] - 1) // block_tokens * block_tokens
+                    )
+                take = min(target[r] - hit, budget)
+                want = -(-(hit + take) // block_tokens) - blocks[r]
                 if want > kv_blocks - used:
                     break
                 used += want
+                allocated += want
                 blocks[r] += want
+                computed[r] = hit
+                cached[r] = 0
             else:
                 if used >= max_seqs:
                     break
