@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from backpressure.generator import resolve
@@ -88,10 +89,18 @@ def test_nvfp4_computes_at_the_fp4_rate_only_with_an_fp4_figure(cat):
     assert nvfp4.step_compute_per_seq_s * pro.fp4_flops_per_s == pytest.approx(
         bf16.step_compute_per_seq_s * pro.bf16_flops_per_s, rel=1e-12
     )
-    # The B200 entry has no dense FP4 figure: the BF16 rate, not a guessed FP4 one.
-    assert cat.gpus["b200"].fp4_flops_per_s is None
-    assert cost(cat, "b200", "nvfp4").step_compute_per_seq_s == pytest.approx(
-        cost(cat, "b200", "bf16").step_compute_per_seq_s, rel=1e-12
+    # B200 computes NVFP4 at its own FP4 figure; an entry without one gets the BF16
+    # rate, not a guessed FP4 one.
+    b200 = cat.gpus["b200"]
+    assert b200.fp4_flops_per_s is not None
+    assert cost(cat, "b200", "nvfp4").step_compute_per_seq_s * b200.fp4_flops_per_s == (
+        pytest.approx(cost(cat, "b200", "bf16").step_compute_per_seq_s * b200.bf16_flops_per_s)
+    )
+    bare = replace(
+        cat, gpus={**cat.gpus, "b200": b200.model_copy(update={"fp4_flops_per_s": None})}
+    )
+    assert cost(bare, "b200", "nvfp4").step_compute_per_seq_s == pytest.approx(
+        cost(bare, "b200", "bf16").step_compute_per_seq_s, rel=1e-12
     )
 
 
