@@ -165,8 +165,8 @@ def peers_context(pts: Sequence[Point]) -> dict[str, Any]:
                 {
                     "what": f"{_setup(v)} · {_load(v)}",
                     "vllm": _duration(v.measured),
-                    "sglang": _seconds(others.get("sglang")),
-                    "trtllm": _seconds(others.get("tensorrt-llm")),
+                    "sglang": _measured_duration(others.get("sglang")),
+                    "trtllm": _measured_duration(others.get("tensorrt-llm")),
                     "engine": _duration(v.predicted),
                     "ratio": f"{ratio:.1f}×",
                     "source": v.case.source,
@@ -184,7 +184,7 @@ def _setup(p: Point) -> str:
     return f"{p.case.gpus}× {p.case.gpu} · {p.case.model} · {p.case.quant}"
 
 
-def _seconds(p: Point | None) -> str:
+def _measured_duration(p: Point | None) -> str:
     return "-" if p is None else _duration(p.measured)
 
 
