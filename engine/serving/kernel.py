@@ -170,8 +170,13 @@ def _serve_py(
     reason = DRAINED
     chunk_r = np.zeros(cap, np.int64)
     parts = np.zeros(4)  # a stretch: its time and that time by what bound it
+    los = np.empty(64, np.int64)  # the stretch's stack of intervals, reused
+    his = np.empty(64, np.int64)
     chunk_n = np.zeros(cap, np.int64)
     last_age_check = -1.0
+    slot = 0  # step % span: the finishing calendar's slot of this step
+    phase_at = 0  # (-step) % block_tokens: decode positions that cross a block boundary
+    empty_to = 0  # calendar slots of steps from `step` up to this one are empty
 
     while True:
         # -- arrivals up to now join the queue (or are shed, or cannot fit at all)
@@ -193,7 +198,7 @@ def _serve_py(
                 phase[r] = WAITING
                 target[r] = prompt[r]
                 since[r] = ready[r]
-                wq[(w_head + w_len) % cap] = r
+                wq[_ring(w_head + w_len, cap)] = r
                 w_len += 1
         # -- requests that waited too long are abandoned (checked once a second). The
         # queue is in arrival order but for preempted requests put back at its
@@ -204,7 +209,7 @@ def _serve_py(
             kept = 0
             k = 0
             while k < w_len:
-                r = wq[(w_head + k) % cap]
+                r = wq[_ring(w_head + k, cap)]
                 if t - since[r] > max_wait_s:
                     status[r] = ABANDONED
                     phase[r] = GONE
@@ -217,14 +222,14 @@ def _serve_py(
                     continue
                 if preempts[r] == 0:
                     break
-                wq[(w_head + kept) % cap] = r  # a young preempted request: keep its place
+                wq[_ring(w_head + kept, cap)] = r  # a young preempted request: keep its place
                 kept += 1
                 k += 1
             # close the gap between the kept front and the untouched rest
             if k > kept:
                 for j in range(kept - 1, -1, -1):
-                    wq[(w_head + j + k - kept) % cap] = wq[(w_head + j) % cap]
-                w_head = (w_head + k - kept) % cap
+                    wq[_ring(w_head + j + k - kept, cap)] = wq[_ring(w_head + j, cap)]
+                w_head = _ring(w_head + k - kept, cap)
                 w_len -= k - kept
         if lost > lost_limit:
             reason = STOP_LOST
@@ -245,13 +250,13 @@ def _serve_py(
         prefill = 0
         prefix = 0.0
         pairs = 0.0
-        need_dec = hist[(-step) % block_tokens] if vllm and n_dec > 0 else 0
+        need_dec = hist[phase_at] if vllm and n_dec > 0 else 0
         if vllm:
             # every decoding sequence that crosses a block boundary needs a block
             while need_dec > kv_blocks - used and n_running > 0:
                 v, s_top = _pop_running(stack, stack_epoch, s_top, phase, epoch)
                 if phase[v] == DECODE:
-                    if key[v] == (-step) % block_tokens:
+                    if key[v] == phase_at:
                         need_dec -= 1
                     n_dec, kv_dec = _leave_decode(
                         v,
@@ -301,7 +306,7 @@ def _serve_py(
         # prompts under way, in admission order
         k = 0
         while k < p_len and budget > 0:
-            idx = (p_head + k) % cap
+            idx = _ring(p_head + k, cap)
             r = pq[idx]
             k += 1
             if pq_epoch[idx] != epoch[r] or phase[r] != PREFILL:
@@ -332,7 +337,7 @@ def _serve_py(
                             block_tokens,
                         )
                         budget += 1
-                        if key[v] == (-step) % block_tokens:
+                        if key[v] == phase_at:
                             used -= 1  # the block it was given for this step
                     cached[v] = computed[v] // block_tokens
                     cache_from[v] = allocated + kv_blocks - used
@@ -399,7 +404,7 @@ def _serve_py(
                     break
                 take = min(target[r] - computed[r], budget)
                 used += 1
-            w_head = (w_head + 1) % cap
+            w_head = _ring(w_head + 1, cap)
             w_len -= 1
             phase[r] = PREFILL
             n_running += 1
@@ -410,8 +415,9 @@ def _serve_py(
             s_top += 1
             if p_len >= cap:
                 p_head, p_len = _compact_ring(pq, pq_epoch, p_head, p_len, cap, phase, epoch)
-            pq[(p_head + p_len) % cap] = r
-            pq_epoch[(p_head + p_len) % cap] = epoch[r]
+            tail = _ring(p_head + p_len, cap)
+            pq[tail] = r
+            pq_epoch[tail] = epoch[r]
             p_len += 1
             if not vllm:
                 # llama.cpp fills the batch slot by slot after the decode tokens
@@ -450,7 +456,6 @@ def _serve_py(
         sums[4 + bound] += dt
         kv_dec += n_dec
         # sequences that finish with this step
-        slot = step % span
         r = b_head[slot]
         quiet = n_chunks == 0 and not preempted and r == NONE
         while r != NONE:
@@ -538,6 +543,7 @@ def _serve_py(
             n_dec += 1
             kv_dec += computed[r]
             end = (step + output[r] - generated[r]) % span
+            empty_to = min(empty_to, step + output[r] - generated[r])
             b_slot[r] = end
             b_prev[r] = NONE
             b_next[r] = b_head[end]
@@ -546,10 +552,13 @@ def _serve_py(
             b_head[end] = r
         # drop finished prompts from the head of the prefill ring
         while p_len > 0 and (phase[pq[p_head]] != PREFILL or pq_epoch[p_head] != epoch[pq[p_head]]):
-            p_head = (p_head + 1) % cap
+            p_head = _ring(p_head + 1, cap)
             p_len -= 1
         step += 1
         steps_run += 1
+        # the step's phases, kept up to date without an integer division per step
+        slot = slot + 1 if slot + 1 < span else 0
+        phase_at = phase_at - 1 if phase_at > 0 else block_tokens - 1
         if quiet and not vllm and n_dec > 0 and not step_by_step:
             # A quiet llama.cpp step (decode only: no prompt chunk, no finish)
             # changes nothing its scheduler decides by: until a sequence is due
@@ -557,9 +566,14 @@ def _serve_py(
             # due, every step is another of the same kind, whose KV read grows
             # by one token per sequence. Those steps are summed in closed form
             # (:func:`_stretch_py`) instead of run one by one.
-            due = step
-            while b_head[due % span] == NONE and due - step < span:
+            # the scan resumes where the last one stopped: the slots it passed are
+            # still empty unless a sequence joined before there (empty_to is lowered)
+            due = empty_to if empty_to > step else step
+            d = due % span
+            while b_head[d] == NONE and due - step < span:
                 due += 1
+                d = d + 1 if d + 1 < span else 0
+            empty_to = due
             until = np.inf
             if next_arrival < issued:
                 until = ready[next_arrival]
@@ -568,7 +582,18 @@ def _serve_py(
             if due > step and t < until and t <= stop_s:
                 passes = (n_dec + ubatch - 1) // ubatch
                 j = _stretch(
-                    cost, experts, n_dec, kv_dec, passes, t, until, stop_s, due - step, parts
+                    cost,
+                    experts,
+                    n_dec,
+                    kv_dec,
+                    passes,
+                    t,
+                    until,
+                    stop_s,
+                    due - step,
+                    parts,
+                    los,
+                    his,
                 )
                 if j > 0:
                     dt = parts[0]
@@ -583,12 +608,19 @@ def _serve_py(
                     kv_dec += n_dec * j
                     step += j
                     steps_run += j
+                    slot = step % span
+                    phase_at = (-step) % block_tokens
 
     counters[0] = steps_run
     counters[1] = n_preempt
     counters[2] = lost
     counters[3] = slow
     return reason
+
+
+def _ring_py(i: int, cap: int) -> int:  # pragma: no cover - compiled
+    """``i % cap`` for ``0 <= i < 2 cap``: a ring index without an integer division."""
+    return i - cap if i >= cap else i
 
 
 def _pop_running_py(
@@ -622,11 +654,12 @@ def _compact_ring_py(
     """Drop stale entries from the prefill ring, keeping the order."""
     kept = 0
     for k in range(length):
-        idx = (head + k) % cap
+        idx = _ring(head + k, cap)
         r = pq[idx]
         if pq_epoch[idx] == epoch[r] and phase[r] == PREFILL:
-            pq[(head + kept) % cap] = r
-            pq_epoch[(head + kept) % cap] = pq_epoch[idx]
+            to = _ring(head + kept, cap)
+            pq[to] = r
+            pq_epoch[to] = pq_epoch[idx]
             kept += 1
     return head, kept
 
@@ -697,7 +730,7 @@ def _requeue_py(
     since[v] = t
     epoch[v] += 1
     preempts[v] += 1
-    w_head = (w_head - 1 + cap) % cap
+    w_head = w_head - 1 if w_head > 0 else cap - 1
     wq[w_head] = v
     return w_head, w_len + 1
 
@@ -767,6 +800,8 @@ def _stretch_py(
     stop_s: float,
     most: int,
     parts: Any,
+    los: Any,
+    his: Any,
 ) -> int:  # pragma: no cover - compiled
     """Steps of a quiet stretch that start before ``until`` (and by ``stop_s``), summed.
 
@@ -787,9 +822,8 @@ def _stretch_py(
     parts[3] = 0.0
     window = cost[WINDOW]
     full = n * window
-    # intervals [a, b) to sum, left to right (a stack: the right half pushed first)
-    los = np.empty(64, np.int64)
-    his = np.empty(64, np.int64)
+    # intervals [a, b) to sum, left to right (a stack: the right half pushed first;
+    # ``los`` and ``his`` hold 64 entries, allocated once per run by the caller)
     los[0] = 0
     his[0] = most
     top = 1
@@ -844,7 +878,8 @@ def _spread_py(
     waiting: int,
 ) -> None:  # pragma: no cover - compiled
     """Add ``util`` and ``waiting`` times the overlap of ``[t0, t1)`` with each bin."""
-    b = int(t0 / bin_s)
+    # t0 / 1.0 is t0 itself: the common one-second bins skip the division
+    b = int(t0) if bin_s == 1.0 else int(t0 / bin_s)
     while b < bins:
         lo = max(t0, b * bin_s)
         hi = min(t1, (b + 1) * bin_s)
@@ -857,6 +892,7 @@ def _spread_py(
 
 # Helpers first: a compiled function calls the compiled versions of the globals
 # as they are when it is first compiled.
+_ring = compiled(_ring_py, "always")
 _pop_running = compiled(_pop_running_py, "always")
 _compact = compiled(_compact_py, "always")
 _compact_ring = compiled(_compact_ring_py, "always")

@@ -165,7 +165,7 @@ def step_parts(
     tokens = decode + prefill
     if tokens <= 0:
         return 0.0, HOST
-    per_pass = (tokens + passes - 1) // passes
+    per_pass = tokens if passes == 1 else (tokens + passes - 1) // passes  # one pass: no division
     weights = passes * (cost[W_DENSE] + cost[W_EXPERT] * experts[per_pass])
     window = cost[WINDOW]
     windowed = kv_tokens if window <= 0.0 else min(kv_tokens, decode * window)
