@@ -97,6 +97,11 @@ def curves_line(c: Curves) -> str:
     return json.dumps(fields, sort_keys=True, separators=(",", ":")) + "\n"
 
 
+def curves_head(config_id: str) -> str:
+    """The start of a config's :func:`curves_line`: its id (the first key) and a comma."""
+    return '{"config_id":' + json.dumps(config_id) + ","
+
+
 def curves_jsonl(curves: Iterable[Curves]) -> str:
     """The curves as canonical JSON lines."""
     return "".join(curves_line(c) for c in sorted(curves, key=lambda c: c.config_id))

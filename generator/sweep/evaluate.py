@@ -7,7 +7,7 @@ on (:data:`backpressure.generator.keys.SWEEP_MODULE`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
@@ -17,6 +17,7 @@ from backpressure.generator import resolve
 from backpressure.generator.keys import row_fingerprint
 from backpressure.generator.records import Curves, ResultRow, permalink
 from backpressure.generator.resolve import Config, configure
+from backpressure.generator.results_io import curves_head, curves_line
 from backpressure.generator.sweep.combos import Combo
 from backpressure.generator.sweep.publish import curves_of, serving_band, serving_fields
 from backpressure.generator.sweep.rig import (
@@ -46,6 +47,36 @@ def evaluate_many(
     whose servers are the same (a vLLM config at several contexts) are simulated
     once; it changes no result.
     """
+    return [(row, curves_of(combo.id, s)) for combo, row, s in _evaluated(cat, todo, memo)]
+
+
+def evaluate_lines(
+    cat: Catalog, todo: Sequence[tuple[Combo, str]], memo: dict[str, Serving] | None = None
+) -> list[tuple[ResultRow, str]]:
+    """:func:`evaluate_many` with each config's curves as its ``curves.jsonl`` line.
+
+    Configs that share a simulation (or have none) have the same curves but for
+    the config id, which the line holds first (sorted keys): the rest of the line
+    is built once per simulation, not once per config.
+    """
+    tails: dict[int, tuple[Serving | None, str]] = {}
+    out = []
+    for combo, row, s in _evaluated(cat, todo, memo):
+        head = curves_head(combo.id)
+        seen = tails.get(id(s))
+        if seen is None or seen[0] is not s:
+            line = curves_line(curves_of(combo.id, s))
+            if not line.startswith(head):  # pragma: no cover - the writer's key order
+                raise AssertionError(f"curves line of {combo.id} does not start with its id")
+            tails[id(s)] = seen = (s, line[len(head) :])
+        out.append((row, head + seen[1]))
+    return out
+
+
+def _evaluated(
+    cat: Catalog, todo: Sequence[tuple[Combo, str]], memo: dict[str, Serving] | None
+) -> Iterator[tuple[Combo, ResultRow, Serving | None]]:
+    """Each combo with its row and its simulation (None where none ran)."""
     settings = LoadSettings.from_catalog(cat)
     memo = {} if memo is None else memo
     # A config's engine inputs differ from its other contexts' only in the context
@@ -53,7 +84,6 @@ def evaluate_many(
     # combo; combos arrive sorted, so a batch holds a combo's contexts together.
     bases: dict[tuple[str, str, str, str, str], Config] = {}
     counts: dict[str, int] = {}
-    out = []
     for combo, key in todo:
         base_id = (combo.device, combo.quant, combo.model, combo.runtime, combo.kv_dtype)
         base = bases.get(base_id)
@@ -85,8 +115,7 @@ def evaluate_many(
         if combo.device not in counts:
             counts[combo.device] = resolve.device_for(cat, combo.device).count
         row = _row(combo, key, counts[combo.device], cap, serving, band, settings)
-        out.append((row, curves_of(combo.id, serving)))
-    return out
+        yield combo, row, serving
 
 
 def _row(

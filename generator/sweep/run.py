@@ -26,20 +26,19 @@ from typing import Any
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.generator import manifest
 from backpressure.generator.keys import InputKeys
-from backpressure.generator.records import Curves, ResultRow
+from backpressure.generator.records import ResultRow
 from backpressure.generator.results_io import (
     CURVES,
     CURVES_HEAD,
     FIELDS,
     RESULTS,
     csv_line,
-    curves_line,
     line_config_id,
     results_csv,
     results_line,
 )
 from backpressure.generator.sweep.combos import Combo, enumerate_combos
-from backpressure.generator.sweep.evaluate import evaluate_many
+from backpressure.generator.sweep.evaluate import evaluate_lines
 from backpressure.generator.sweep.rig import Serving, warm_up
 
 INPUTS = "inputs.json"
@@ -71,8 +70,8 @@ class Swept:
 _HEADER = results_csv([])
 
 
-def _swept(row: ResultRow, curves: Curves) -> Swept:
-    return Swept(row.config_id, row.fits, results_line(row), curves_line(curves))
+def _swept(row: ResultRow, curves: str) -> Swept:
+    return Swept(row.config_id, row.fits, results_line(row), curves)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -95,7 +94,7 @@ def _init_worker(catalog_dir: str | None, parent: int) -> None:
 
 def _work(batch: list[tuple[Combo, str]]) -> list[Swept]:
     assert _WORKER_CAT is not None
-    return [_swept(*r) for r in evaluate_many(_WORKER_CAT, batch, _WORKER_MEMO)]
+    return [_swept(*r) for r in evaluate_lines(_WORKER_CAT, batch, _WORKER_MEMO)]
 
 
 def _chunks(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
@@ -116,7 +115,7 @@ def compute(
     if jobs <= 1 or len(todo) < PARALLEL_MIN:
         memo: dict[str, Serving] = {}
         for batch in batches:
-            out.extend(_swept(*r) for r in evaluate_many(cat, batch, memo))
+            out.extend(_swept(*r) for r in evaluate_lines(cat, batch, memo))
             if progress:
                 progress(len(out), len(todo))
         return out
