@@ -142,16 +142,21 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
     --------
     >>> serving_band_rule(Band(20, "±20 %: mainstream"), 33.0, "vLLM dense").pct
     35
+    >>> serving_band_rule(Band(20, "±20 %: mainstream"), 415.0, "vLLM MoE").reason[:50]
+    'published vLLM MoE serving runs need ±415 % (set o'
     """
     if data_pct is None:
         return capacity
-    data = min(MAX_SERVING_PCT, 5 * -(-int(data_pct * 100) // 500))
+    need = 5 * -(-int(data_pct * 100) // 500)
+    data = min(MAX_SERVING_PCT, need)
     if data <= capacity.pct:
         return capacity
+    # A capped band says what the data asked for: the cap is a limit of the page, not of it.
+    capped = f", shown as ±{data} %" if need > data else ""
     return Band(
         data,
-        f"published {label} serving runs need ±{data} % (set on the fitted half, "
-        "checked on the held-out half) "
+        f"published {label} serving runs need ±{need} % (set on the fitted half, "
+        f"checked on the held-out half){capped} "
         f"(capacity alone would give ±{capacity.pct} %)",
     )
 
