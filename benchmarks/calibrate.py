@@ -15,9 +15,7 @@ share of points inside the published error band.
 
 from __future__ import annotations
 
-import csv
 import statistics
-from pathlib import Path
 
 import calib_decode
 import calib_kv
@@ -25,24 +23,18 @@ from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.bands import error_band
 from backpressure.engine.capacity import estimate
 from backpressure.generator import resolve
-
-DATA = Path(__file__).resolve().parent / "data"
-
-
-def _rows(name: str) -> list[dict[str, str]]:
-    with (DATA / name).open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+from backpressure.generator.accuracy.rows import data_rows
 
 
 def _hardware() -> dict[tuple[str, str], dict[str, str]]:
-    return {(r["hardware"], r["backend"]): r for r in _rows("hardware.csv")}
+    return {(r["hardware"], r["backend"]): r for r in data_rows("hardware.csv")}
 
 
 def prefill_report(cat: Catalog) -> None:
     """Model-FLOPs utilization of pp512 rows on catalog devices with a FLOPS figure."""
     hw = _hardware()
     shares = []
-    for r in _rows("llama_bench.csv"):
+    for r in data_rows("llama_bench.csv"):
         h = hw.get((r["hardware"], r["backend"]))
         if r["test"] != "pp512" or not h or not h["catalog_id"] or not r["model_params_b"]:
             continue
@@ -98,7 +90,7 @@ SERVING_QUANTS = {
 def serving_points(cat: Catalog) -> list[tuple[dict[str, str], float, float, bool]]:
     """(row, measured tok/s, predicted tok/s, is_moe) for rows that map to the catalog."""
     out = []
-    for r in _rows("decode_serving.csv"):
+    for r in data_rows("decode_serving.csv"):
         gpu, model = SERVING_GPUS.get(r["gpu"]), SERVING_MODELS.get(r["model"])
         quant = SERVING_QUANTS.get(r["weights_dtype"])
         if not (gpu and model and quant) or r["framework"] not in (

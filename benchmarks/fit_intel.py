@@ -16,29 +16,20 @@ catalog/calibration.yaml hold.
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import numpy as np
 from backpressure.engine.units import GIB
-
-DATA = Path(__file__).resolve().parent / "data"
-
-
-def _rows(name: str) -> list[dict[str, str]]:
-    with (DATA / name).open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+from backpressure.generator.accuracy.rows import data_rows
 
 
 def _hardware() -> dict[tuple[str, str], dict[str, str]]:
-    return {(r["hardware"], r["backend"]): r for r in _rows("hardware.csv")}
+    return {(r["hardware"], r["backend"]): r for r in data_rows("hardware.csv")}
 
 
 def intel_points() -> list[dict[str, float | str]]:
     """tg128 rows on Intel GPUs joined with their datasheet bandwidth (hardware.csv)."""
     hw = _hardware()
     out: list[dict[str, float | str]] = []
-    for r in _rows("llama_bench.csv"):
+    for r in data_rows("llama_bench.csv"):
         h = hw.get((r["hardware"], r["backend"]))
         if r["test"] != "tg128" or not h or h["platform"] != "intel" or not r["model_size_gib"]:
             continue

@@ -33,10 +33,8 @@ from backpressure.engine.serving.model import StepCost
 from backpressure.engine.serving.spec import step_cost
 from backpressure.engine.serving.step import distinct_experts, pack, step_time
 from backpressure.generator import resolve
-from backpressure.generator.accuracy.rows import read_cases
-from backpressure.generator.paths import ROOT
+from backpressure.generator.accuracy.rows import DATA, read_cases
 
-DATA = ROOT / "benchmarks" / "data"
 _BATCH = re.compile(r"n_batch[ =](\d+)")
 _UBATCH = re.compile(r"n_ubatch[ =](\d+)")
 RUNTIME = "llama.cpp"

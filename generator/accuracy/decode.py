@@ -20,7 +20,6 @@ the accuracy page shows them (:func:`checks`).
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import statistics
 from dataclasses import dataclass
@@ -34,9 +33,8 @@ from backpressure.engine.ceilings import split_weight_bytes
 from backpressure.engine.kv import cache_bytes_per_request
 from backpressure.engine.units import GIB
 from backpressure.generator import resolve
-from backpressure.generator.paths import ROOT
+from backpressure.generator.accuracy.rows import data_rows
 
-DATA = ROOT / "benchmarks" / "data"
 Row = dict[str, Any]  # a measured row joined with what the check needs
 PLATFORMS = ("nvidia", "amd", "apple", "cpu")
 # llama.cpp's default cache type is f16; recurrent states are float32.
@@ -83,12 +81,6 @@ MODELS = {
 }
 
 
-def rows(name: str) -> list[dict[str, str]]:
-    """A CSV of benchmarks/data as dicts."""
-    with (DATA / name).open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
 def fits_half(r: dict[str, str]) -> bool:
     """The deterministic split: True for the fit half."""
     key = "|".join(r.get(k, "") for k in ("source", "hardware", "backend", "model", "quant"))
@@ -98,7 +90,7 @@ def fits_half(r: dict[str, str]) -> bool:
 def hardware() -> dict[str, dict[str, str]]:
     """hardware.csv by device name (first backend listed; bandwidth is per device)."""
     out: dict[str, dict[str, str]] = {}
-    for r in rows("hardware.csv"):
+    for r in data_rows("hardware.csv"):
         out.setdefault(r["hardware"], r)
     return out
 
@@ -119,9 +111,9 @@ def _depth(test: str) -> tuple[int, int] | None:
 
 def dense_points() -> list[Row]:
     """tg128 rows of llama_bench.csv joined with their device bandwidth."""
-    hw = {(r["hardware"], r["backend"]): r for r in rows("hardware.csv")}
+    hw = {(r["hardware"], r["backend"]): r for r in data_rows("hardware.csv")}
     out: list[Row] = []
-    for r in rows("llama_bench.csv"):
+    for r in data_rows("llama_bench.csv"):
         h = hw.get((r["hardware"], r["backend"]))
         if r["test"] != "tg128" or not h or not h["bandwidth_gb_s"] or not r["model_size_gib"]:
             continue
@@ -185,7 +177,7 @@ def model_points(cat: Catalog, moe: bool) -> list[Row]:
     """decode_single_stream.csv llama-bench rows on known devices and catalog models."""
     hw = hardware()
     out: list[Row] = []
-    for r in rows("decode_single_stream.csv"):
+    for r in data_rows("decode_single_stream.csv"):
         mid = MODELS.get(r["model"])
         gen = _depth(r["test"])
         if mid is None or gen is None or (r["moe"] == "true") != moe:

@@ -19,7 +19,6 @@ accuracy page shows them (:func:`kv_context` in ``page``).
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, replace
 
 from backpressure.catalog.loader import Catalog
@@ -28,9 +27,8 @@ from backpressure.engine.inputs import Device
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
-from backpressure.generator.paths import ROOT
+from backpressure.generator.accuracy.rows import data_rows
 
-DATA = ROOT / "benchmarks" / "data"
 FAMILIES = ("full", "sliding", "hybrid-linear")
 FIT_FILE, FIT_RELEASE, FIT_GPU = "vllm_kv_cache.csv", "0.19.0", "H100 80GB HBM3"
 
@@ -145,11 +143,6 @@ class LlamaCppKv:
         return self.predicted_mib / self.logged_mib - 1
 
 
-def _rows(name: str) -> list[dict[str, str]]:
-    with (DATA / name).open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
 def _family(cat: Catalog, mid: str) -> str:
     arch = cat.archs[mid]
     if arch.recurrent is not None:
@@ -190,7 +183,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
     """One record per usable vLLM log row: logged and predicted numbers."""
     out: list[VllmKv] = []
     for source in (FIT_FILE, "vllm_kv_hybrid.csv"):
-        for r in _rows(source):
+        for r in data_rows(source):
             fitted = (source, r["vllm_version"], r["gpu"]) == (FIT_FILE, FIT_RELEASE, FIT_GPU)
             model = MODELS.get(r["hf_repo"].split(" (")[0])
             if not model or not r["kv_cache_tokens"] or model[0] not in cat.models:
@@ -261,7 +254,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
 def llama_cpp_checks(cat: Catalog) -> list[LlamaCppKv]:
     """llama.cpp's logged cache sizes against its cell rule (every row held out)."""
     out: list[LlamaCppKv] = []
-    for r in _rows("llamacpp_kv.csv"):
+    for r in data_rows("llamacpp_kv.csv"):
         mid = LLAMA_CPP_MODELS.get(r["model"].split(" (")[0])
         if mid is None or mid not in cat.archs:
             continue

@@ -9,9 +9,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from backpressure.generator.paths import ROOT
+
+DATA = ROOT / "benchmarks" / "data"
 
 CaseT = TypeVar("CaseT")
 CaseFn = Callable[[Mapping[str, Any], int, Mapping[str, str]], tuple[str, CaseT | None]]
+
+
+def data_rows(name: str, data: Path = DATA) -> list[dict[str, str]]:
+    """The CSV ``name`` under benchmarks/data as dicts, in file order."""
+    with (data / name).open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
 
 
 def read_cases(table: Path, mapping: Path, case: CaseFn[CaseT]) -> tuple[list[CaseT], Counter[str]]:
@@ -22,8 +31,7 @@ def read_cases(table: Path, mapping: Path, case: CaseFn[CaseT]) -> tuple[list[Ca
     the catalog's ids.
     """
     names = yaml.safe_load(mapping.read_text(encoding="utf-8"))
-    with table.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = data_rows(table.name, table.parent)
     skipped: Counter[str] = Counter()
     cases = []
     for i, r in enumerate(rows):

@@ -15,7 +15,6 @@ fitted, or held out, together.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import math
 import re
@@ -36,10 +35,8 @@ from backpressure.engine.serving.run import Run, serve
 from backpressure.engine.serving.spec import host_overlaps, server
 from backpressure.engine.sim.libm import ln
 from backpressure.generator import resolve
-from backpressure.generator.accuracy.rows import read_cases
-from backpressure.generator.paths import ROOT
+from backpressure.generator.accuracy.rows import DATA, data_rows, read_cases
 
-DATA = ROOT / "benchmarks" / "data"
 METRICS = ("ttft_ms", "tpot_ms", "output_tps")
 CONSUMER = frozenset({"rtx-3090", "rtx-4090", "rtx-5090", "l40s"})
 _TOTAL_IN = re.compile(r"total input tokens (\d+)")
@@ -173,8 +170,7 @@ def copied_rows(table: Path) -> frozenset[int]:
     data cannot say which setup it was measured on, so neither is compared. A run
     quoted twice for the same GPU, model and weights is not a copy.
     """
-    with table.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = data_rows(table.name, table.parent)
     setups: dict[tuple[str, ...], set[tuple[str, str, str]]] = {}
     for r in rows:
         figures = tuple(r[k] for k in _RUN_FIGURES)

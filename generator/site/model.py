@@ -89,7 +89,7 @@ def accuracy_context(cat: Catalog, cache: RenderCache | None = None) -> dict[str
 
     A second or two of work, cached by the code, the data files and the catalog.
     """
-    from backpressure.generator.accuracy.serving import DATA
+    from backpressure.generator.accuracy.rows import DATA
 
     if cache is None:
         return _accuracy(cat)

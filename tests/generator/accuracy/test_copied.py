@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from backpressure.generator.accuracy.serving import COPIED, DATA, copied_rows, load_cases
+from backpressure.generator.accuracy.rows import DATA
+from backpressure.generator.accuracy.serving import COPIED, copied_rows, load_cases
 
 FIELDS = ("gpu", "hf_repo", "weights_dtype", "duration_s", "mean_ttft_ms", "mean_tpot_ms",
           "output_throughput")  # fmt: skip
