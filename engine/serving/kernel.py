@@ -277,8 +277,7 @@ def _serve_py(
                         blocks,
                         block_tokens,
                     )
-                cached[v] = computed[v] // block_tokens
-                cache_from[v] = allocated + kv_blocks - used
+                evict_from = allocated + kv_blocks - used  # its blocks' place in the free queue
                 used -= blocks[v]
                 blocks[v] = 0
                 n_running -= 1
@@ -297,6 +296,10 @@ def _serve_py(
                     since,
                     epoch,
                     preempts,
+                    cached,
+                    cache_from,
+                    evict_from,
+                    block_tokens,
                 )
                 n_preempt += 1
                 preempted = True
@@ -339,8 +342,7 @@ def _serve_py(
                         budget += 1
                         if key[v] == phase_at:
                             used -= 1  # the block it was given for this step
-                    cached[v] = computed[v] // block_tokens
-                    cache_from[v] = allocated + kv_blocks - used
+                    evict_from = allocated + kv_blocks - used  # its blocks' place in the free queue
                     used -= blocks[v]
                     blocks[v] = 0
                     n_running -= 1
@@ -359,6 +361,10 @@ def _serve_py(
                         since,
                         epoch,
                         preempts,
+                        cached,
+                        cache_from,
+                        evict_from,
+                        block_tokens,
                     )
                     n_preempt += 1
                     preempted = True
@@ -722,8 +728,19 @@ def _requeue_py(
     since: Any,
     epoch: Any,
     preempts: Any,
+    cached: Any,
+    cache_from: Any,
+    evict_from: int,
+    block_tokens: int,
 ) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Preempt ``v``: it recomputes its prompt and output so far, first in line."""
+    """Preempt ``v``: first in line again, to recompute its prompt and output so far.
+
+    Its full blocks stay in the prefix cache (``cached``) until the free queue has
+    handed out ``evict_from`` blocks in all (``cache_from``); what is still there on
+    readmission is not recomputed.
+    """
+    cached[v] = computed[v] // block_tokens
+    cache_from[v] = evict_from
     computed[v] = 0
     target[v] = prompt[v] + generated[v]
     phase[v] = WAITING
