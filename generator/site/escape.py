@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -108,13 +109,16 @@ def md_link(url: object, text: object) -> Markup:
 _URL_IN_TEXT = re.compile(r"https?://[A-Za-z0-9._~:/?#@!$&*+,;=%-]+[A-Za-z0-9/#=_-]")
 
 
-def source_md(value: object) -> Markup:
-    """A source string for a Markdown document: text escaped, each http(s) URL a link."""
+def source_md(value: object, name: Callable[[str], str] = str) -> Markup:
+    """A source string for a Markdown document: text escaped, each http(s) URL a link.
+
+    ``name`` gives a link's text from its URL (the URL itself by default).
+    """
     text = str(value)
     out, pos = [], 0
     for m in _URL_IN_TEXT.finditer(text):
         out.append(md_text(text[pos : m.start()]))
-        out.append(md_link(m.group(0), m.group(0)))
+        out.append(md_link(m.group(0), name(m.group(0))))
         pos = m.end()
     out.append(md_text(text[pos:]))
     return Markup("").join(out)
@@ -138,14 +142,7 @@ def source_label(url: str) -> str:
 
 def source_short_md(value: object) -> Markup:
     """Like :func:`source_md`, each URL a link named by :func:`source_label`."""
-    text = str(value)
-    out, pos = [], 0
-    for m in _URL_IN_TEXT.finditer(text):
-        out.append(md_text(text[pos : m.start()]))
-        out.append(md_link(m.group(0), source_label(m.group(0))))
-        pos = m.end()
-    out.append(md_text(text[pos:]))
-    return Markup("").join(out)
+    return source_md(value, source_label)
 
 
 # What CommonMark reads inside an image's description: brackets and parentheses
