@@ -58,7 +58,12 @@ def dense_report(cat: Catalog) -> None:
             eff, over = consts[str(p["platform"])]
             errs.append(_dense_tps(p, eff, over) / float(p["tps"]) - 1)
             bands.append(
-                _band(_kind(str(p["hardware"]), str(p["platform"])), float(p["params"]), False)
+                _band(
+                    _kind(str(p["hardware"]), str(p["platform"])),
+                    float(p["params"]),
+                    False,
+                    str(p["platform"]),
+                )
             )
         print(_summary(label, errs, bands))
 
@@ -78,7 +83,7 @@ def moe_report(cat: Catalog) -> None:
             if p["fit"] != sel:
                 continue
             errs.append(_engine_tps(cat, p) / float(p["tps"]) - 1)
-            bands.append(_band(str(p["kind"]), float(p["params"]), True))
+            bands.append(_band(str(p["kind"]), float(p["params"]), True, str(p["platform"])))
         print(_summary(f"{label}, catalog constants", errs, bands))
     for p in pts:
         if p["fit"]:
@@ -92,5 +97,5 @@ def moe_report(cat: Catalog) -> None:
         )
     dense = model_points(cat, False)
     errs = [_engine_tps(cat, p) / float(p["tps"]) - 1 for p in dense]
-    bands = [_band(str(p["kind"]), float(p["params"]), False) for p in dense]
+    bands = [_band(str(p["kind"]), float(p["params"]), False, str(p["platform"])) for p in dense]
     print(_summary("dense rows of decode_single_stream.csv (none fitted)", errs, bands))

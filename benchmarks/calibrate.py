@@ -140,6 +140,7 @@ def serving_report(cat: Catalog) -> None:
             True,
             True,
             100,
+            dev.platform,
         ).pct
         errors.append(abs(err))
         inside += abs(err) * 100 <= band

@@ -22,6 +22,13 @@ WIDENINGS: dict[str, tuple[int, str]] = {
     "small": (5, "under 7B: fixed per-step overhead weighs more than weight reads"),
     "large": (5, "over 34B: fewer public measurements to calibrate against"),
     "multi_gpu": (5, "multi-GPU: interconnect and all-reduce costs are modeled coarsely"),
+    # Set from the fit half of the dense llama-bench rows: the AMD ones miss by up to
+    # 38 % (p90 of 10) where NVIDIA's and Apple's stay near 10 %; 25 + 15 covers that.
+    "amd": (
+        15,
+        "AMD GPU: decode speed differs by backend (ROCm, Vulkan) and build far more "
+        "than on other vendors",
+    ),
     "moe": (
         15,
         "mixture-of-experts: per-expert kernels vary by runtime (about 30 % median "
@@ -57,6 +64,7 @@ def error_band(
     has_flops: bool,
     has_bandwidth: bool,
     slots: int,
+    platform: str = "",
 ) -> Band:
     """Apply the band rule to one config.
 
@@ -77,6 +85,8 @@ def error_band(
         Properties of the device.
     slots : int
         Concurrent requests the KV cache holds.
+    platform : str
+        The device's vendor platform (``nvidia``, ``amd``, ...).
 
     Returns
     -------
@@ -98,6 +108,7 @@ def error_band(
             ("small", total_params < SMALL_PARAMS),
             ("large", total_params > LARGE_PARAMS),
             ("multi_gpu", gpu_count > 1),
+            ("amd", platform == "amd"),
             ("moe", is_moe),
             ("heuristic", heuristic_kv_mib is not None),
             ("no_bandwidth", not has_bandwidth),

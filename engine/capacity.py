@@ -340,6 +340,7 @@ def estimate(
         flops is not None,
         step is not None,
         n_slots,
+        device.platform,
     )
     return CapacityResult(
         fits=n_slots >= 1,

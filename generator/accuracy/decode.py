@@ -160,8 +160,8 @@ def _dense_tps(p: Row, eff: float, per_layer: float) -> float:
     return 1.0 / step
 
 
-def _band(kind: str, params: float, moe: bool) -> int:
-    return error_band(kind, int(params), 1, moe, None, True, True, 100).pct
+def _band(kind: str, params: float, moe: bool, platform: str) -> int:
+    return error_band(kind, int(params), 1, moe, None, True, True, 100, platform).pct
 
 
 def _arch_bytes(arch: ModelArch, size_bytes: float, quant: str) -> tuple[float, float]:
@@ -308,7 +308,12 @@ def checks(cat: Catalog) -> list[DecodeCheck]:
                 "tg128",
                 float(p["tps"]),
                 _dense_tps(p, eff, over),
-                _band(_kind(str(p["hardware"]), str(p["platform"])), float(p["params"]), False),
+                _band(
+                    _kind(str(p["hardware"]), str(p["platform"])),
+                    float(p["params"]),
+                    False,
+                    str(p["platform"]),
+                ),
                 bool(p["fit"]),
                 r["source"],
             )
@@ -326,7 +331,7 @@ def checks(cat: Catalog) -> list[DecodeCheck]:
                 r["test"],
                 float(p["tps"]),
                 _engine_tps(cat, p),
-                _band(str(p["kind"]), float(p["params"]), True),
+                _band(str(p["kind"]), float(p["params"]), True, str(p["platform"])),
                 bool(p["fit"]),
                 r["source"],
             )
