@@ -179,9 +179,10 @@ def report(cat: Catalog) -> tuple[str, bool]:
     lines += [
         "",
         "SGLang, TensorRT-LLM, TGI and vLLM V0 runs are costed with vLLM V1's scheduler and",
-        "constants; they neither set nor judge a band. The llama.cpp rows are one device",
-        "(DGX Spark), which has no published dense compute figure: their prompt phase (TTFT)",
-        "is not predicted, and llama.cpp's compute constants are not fitted here.",
+        "constants; they neither set nor judge a band. The llama.cpp rows are two devices:",
+        "the DGX Spark has no published dense compute figure, so its prompt phase (TTFT) is",
+        "not predicted; the M2 Ultra's is, from its calibrated figure. llama.cpp's compute",
+        "constants are not fitted here.",
     ]
     return "\n".join(lines) + "\n", ok_all
 

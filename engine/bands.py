@@ -154,7 +154,7 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
     >>> serving_band_rule(Band(20, "±20 %: mainstream"), 33.0, "vLLM dense").pct
     35
     >>> serving_band_rule(Band(20, "±20 %: mainstream"), 415.0, "vLLM MoE").reason[:50]
-    'published vLLM MoE serving runs need ±415 % (set o'
+    'published vLLM MoE runs under load need ±415 % (se'
     """
     if data_pct is None:
         return capacity
@@ -166,7 +166,7 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
     capped = f", shown as ±{data} %" if need > data else ""
     return Band(
         data,
-        f"published {label} serving runs need ±{need} % (set on the fitted half, "
+        f"published {label} runs under load need ±{need} % (set on the fitted half, "
         f"checked on the held-out half){capped} "
         f"(capacity alone would give ±{capacity.pct} %)",
     )

@@ -40,12 +40,14 @@ def test_replicas_count_from_the_low_end_of_the_band(small, econ):
     frame, table = econ
     row = _row(frame, CFG)
     # offering exactly the point estimate: one replica by it, but the band's low
-    # end (20 % lower) holds only 1 / 1.25 of it, so two are planned
+    # end holds only part of it, so more are planned
     rps = float(row["breaking_rps"])
+    assert row["breaking_rps_low"] < rps
     got = _row(plan(frame, table, _target(small, rps)).plans, CFG)
-    assert got["replicas"] == math.ceil(rps / row["breaking_rps_low"]) == 2
+    assert got["replicas"] == math.ceil(rps / row["breaking_rps_low"])
+    assert got["replicas"] >= 2
     assert math.ceil(rps / row["breaking_rps"]) == 1
-    assert got["rps_per_replica"] == pytest.approx(rps / 2)
+    assert got["rps_per_replica"] == pytest.approx(rps / got["replicas"])
     # and ten times the low end takes exactly ten
     ten = _row(plan(frame, table, _target(small, 10 * row["breaking_rps_low"])).plans, CFG)
     assert ten["replicas"] == 10
