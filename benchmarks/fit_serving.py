@@ -16,7 +16,8 @@ default overlap, ``Case.async_scheduling``).
 
 Then, with those fixed, the MoE kernel efficiency (``serving_moe_efficiency_vllm``:
 the share of dense peak the grouped expert GEMMs reach) on the fit half of the
-MoE vLLM V1 cases alone; and the llama.cpp decode constants (its bandwidth
+MoE vLLM V1 cases alone, once for one GPU and once (``_vllm_tp``) for experts
+split across tensor-parallel GPUs; and the llama.cpp decode constants (its bandwidth
 factor and per-sequence host time) on the fit half of the ``llama-batched-bench``
 curves (``generator.accuracy.batched``).
 
@@ -126,6 +127,11 @@ def mfu_key(cat: Catalog, case: Case) -> str:
     """The theta key of the compute efficiency a case's GPU takes."""
     generation = cat.gpus[case.gpu].generation
     return f"mfu_{generation}" if generation in GENERATIONS else "mfu"
+
+
+def split_experts(case: Case) -> bool:
+    """Whether the case's experts are split across tensor-parallel GPUs (vLLM's default)."""
+    return case.gpus > 1 and not case.expert_parallel
 
 
 def current_mfu(cat: Catalog, constants: Constants, case: Case) -> float:
@@ -274,18 +280,22 @@ def main() -> int:
     print(f"mean clipped |log error| {best:.3f}; median |error| {math.expm1(med) * 100:.0f} %")
     for k, v in theta.items():
         print(f"  {k:8s} {v:.6g}")
-    # The MoE kernel efficiency, on the MoE fit half only, with the dense fit fixed.
+    # The MoE kernel efficiency, on the MoE fit half only, with the dense fit fixed:
+    # on one GPU (or experts dealt out whole), and split across tensor-parallel GPUs.
     moe_consts = replace(
-        resolve.constants(cat), serving_moe_efficiency={"vllm": 1.0, "llama.cpp": 1.0}
+        resolve.constants(cat),
+        serving_moe_efficiency={"vllm": 1.0, "vllm_tp": 1.0, "llama.cpp": 1.0},
     )
     moe = [c for c in cases if c.v1 and not c.holdout and cat.archs[c.model].is_moe]
     moe_prepared = [(c, p) for c in moe if (p := prepare(cat, c, moe_consts)) is not None]
-    eff, moe_loss = fit_moe(cat, moe_prepared, theta)
-    print(
-        f"MoE: {len(moe_prepared)} fit-half MoE vLLM V1 cases in "
-        f"{len({c.curve for c, _ in moe_prepared})} curves; "
-        f"serving_moe_efficiency_vllm {eff:.4g} (mean clipped |log error| {moe_loss:.3f})"
-    )
+    for key, split in (("vllm", False), ("vllm_tp", True)):
+        group = [(c, p) for c, p in moe_prepared if split_experts(c) == split]
+        eff, moe_loss = fit_moe(cat, group, theta)
+        print(
+            f"MoE: {len(group)} fit-half MoE vLLM V1 cases in "
+            f"{len({c.curve for c, _ in group})} curves; "
+            f"serving_moe_efficiency_{key} {eff:.4g} (mean clipped |log error| {moe_loss:.3f})"
+        )
     llama, llama_loss, n = fit_llama(cat)
     print(f"llama.cpp: {n} fit-half llama-batched-bench rows; loss {llama_loss:.3f}")
     for k, v in llama.items():

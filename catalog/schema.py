@@ -379,6 +379,14 @@ class Runtime(Entity):
         le=4096,
         description="vLLM: MXFP4 experts' intermediate size padded to [-].",
     )
+    expert_parallel: Bool | None = Field(
+        default=None,
+        description=(
+            "Whether a mixture-of-experts model over several GPUs deals its experts out "
+            "whole (expert parallel) rather than splitting every expert across them "
+            "(tensor parallel); unset = false."
+        ),
+    )
     mxfp4_rest_bits_per_weight: Float | None = Field(
         default=None,
         ge=1,

@@ -75,6 +75,10 @@ class Runtime:
     mxfp4_intermediate_align: int = 0
     # Bits of an MXFP4 model's other weights in this runtime's files; 0: 16 (BF16).
     mxfp4_rest_bits: float = 0.0
+    # MoE layers over several GPUs: experts dealt out whole (expert parallel, an
+    # all-to-all each way per layer) or each expert split across the GPUs like a
+    # dense MLP (tensor parallel, one all-reduce per layer).
+    expert_parallel: bool = False
 
 
 @dataclass(frozen=True, slots=True)

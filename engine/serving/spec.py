@@ -155,6 +155,18 @@ def compute_efficiency(constants: Constants, scheduler: str, generation: str) ->
     )
 
 
+def moe_efficiency(constants: Constants, scheduler: str, split: bool) -> float | None:
+    """Share of dense peak the routed-expert GEMMs reach; None: priced as dense GEMMs.
+
+    Split across tensor-parallel GPUs (``split``), each GPU multiplies a slice
+    of every touched expert's width, narrower GEMMs than on one GPU; the
+    scheduler's ``_tp`` figure where one was fitted, else its one-GPU figure.
+    """
+    by_scheduler = constants.serving_moe_efficiency
+    own = by_scheduler.get(scheduler)
+    return by_scheduler.get(f"{scheduler}_tp", own) if split else own
+
+
 def step_cost(
     device: Device,
     runtime: Runtime,
@@ -196,18 +208,25 @@ def step_cost(
     overhead = pass_overhead_s(device, constants, arch)
     hidden = arch.hidden_size if arch is not None else 4096
     moe_layers = experts.moe_layers if experts is not None else 0
-    allreduce, per_token = all_reduce(device, constants, gpus, layers - moe_layers, hidden)
     dispatch, dispatch_token = 0.0, 0.0
-    if experts is not None and gpus > 1:
-        # The MoE layers' experts are spread over the GPUs (expert parallel):
-        # each MoE layer's all-reduce gives way to a dispatch and a combine.
+    expert_parallel = experts is not None and gpus > 1 and runtime.expert_parallel
+    if expert_parallel:
+        # Experts dealt out whole: each MoE layer's all-reduce gives way to a
+        # dispatch and a combine.
+        allreduce, per_token = all_reduce(device, constants, gpus, layers - moe_layers, hidden)
         attn_reduce, attn_token = all_reduce(device, constants, gpus, moe_layers, hidden, 1)
         allreduce, per_token = allreduce + attn_reduce, per_token + attn_token
         dispatch, dispatch_token = expert_dispatch(
             device, constants, gpus, moe_layers, hidden, experts.experts_per_token
         )
+    else:
+        # Tensor parallel (vLLM's default for MoE layers too): every expert is
+        # split across the GPUs like a dense MLP, one all-reduce after it.
+        allreduce, per_token = all_reduce(device, constants, gpus, layers, hidden)
     compute_eff = compute_efficiency(constants, runtime.scheduler, device.generation)
-    moe_eff = constants.serving_moe_efficiency.get(runtime.scheduler)
+    moe_eff = moe_efficiency(
+        constants, runtime.scheduler, split=experts is not None and gpus > 1 and not expert_parallel
+    )
     routed_flops = 0.0
     if experts is not None and moe_eff is not None:
         routed_flops = 2.0 * experts.moe_layers * experts.experts_per_token * experts.expert_params

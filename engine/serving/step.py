@@ -5,8 +5,9 @@ once per pass, for MoE only the distinct experts its tokens touch, and every
 cached token attention reads) against its compute time (two FLOPs per active
 parameter per token, plus attention; a MoE model's routed experts at the
 grouped-GEMM rate), whichever is larger, plus fixed per-pass overheads, the
-tensor-parallel all-reduces and, for MoE over several GPUs, the all-to-alls
-that send tokens to their experts and back; and the host's work for the step
+tensor-parallel all-reduces and, for MoE with its experts dealt out over
+several GPUs (expert parallel), the all-to-alls that send tokens to their
+experts and back; and the host's work for the step
 (scheduling, and per sequence preparing inputs, sampling, streaming the token
 out). Where the runtime prepares the next step while the device runs this one
 (llama.cpp) the slower of the two sets the pace; where it schedules, launches

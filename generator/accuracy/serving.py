@@ -42,6 +42,8 @@ CONSUMER = frozenset({"rtx-3090", "rtx-4090", "rtx-5090", "l40s"})
 _TOTAL_IN = re.compile(r"total input tokens (\d+)")
 _TOTAL_OUT = re.compile(r"total generated tokens (\d+)")
 _FLAG = re.compile(r"--(max-num-seqs|max-num-batched-tokens)[ =](\d+)")
+# vLLM's flag, or SGLang's and TensorRT-LLM's expert-parallel size above 1
+_EXPERT_PARALLEL = re.compile(r"--enable-expert-parallel|--ep[-_]size[ =](?:[2-9]|\d\d)")
 _KV_TOKENS = re.compile(r"GPU KV cache size:? ([\d,]+) tokens")
 _KV_GIB = re.compile(r"available KV ([\d.]+) GiB per GPU")
 STEADY_REQUESTS_PER_USER = 16  # a closed loop of unknown length is run this long per user
@@ -79,6 +81,7 @@ class Case:
     measured: Mapping[str, float]
     kv_tokens: int | None = None
     kv_bytes: float | None = None
+    expert_parallel: bool = False  # the run dealt the experts out (a launch flag says so)
 
     @property
     def v1(self) -> bool:
@@ -261,6 +264,7 @@ def _case(
         _int(r["max_num_batched_tokens"]) or flags.get("max-num-batched-tokens"),
         measured,
         *_logged_kv(r["notes"], tp),
+        _EXPERT_PARALLEL.search(r["notes"]) is not None,
     )
 
 
@@ -348,6 +352,7 @@ def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Rep
     """The case's server (catalog device, runtime, weights and constants) and its load."""
     dev = device(cat, case.gpu, case.gpus)
     rt = resolve.runtime_profile(cat.runtimes[case.runtime])
+    rt = replace(rt, expert_parallel=case.expert_parallel)
     fmt = resolve.weight_format(cat.quants[case.quant])
     c = constants or resolve.constants(cat)
     arch = cat.archs[case.model]

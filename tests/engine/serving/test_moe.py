@@ -1,4 +1,5 @@
-"""The MoE step term: expert-parallel all-to-alls and grouped-expert compute over several GPUs."""
+"""The MoE step term over several GPUs: experts split by tensor parallelism (vLLM's default)
+or dealt out whole (expert parallel, all-to-alls), and the grouped-expert compute."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ def _config(rig: str, model: str) -> resolve.Config:
     return resolve.configure(load_catalog(), rig, "fp8", 8192, model, runtime="vllm")
 
 
-def _cost(cfg: resolve.Config, link: float | None = None) -> StepCost:
+def _cost(cfg: resolve.Config, link: float | None = None, ep: bool = True) -> StepCost:
     device = cfg.device
     if link is not None:
         device = dataclasses.replace(device, interconnect_bandwidth_bytes_per_s=link)
-    cost = step_cost(device, cfg.runtime, cfg.fmt, cfg.constants, cfg.arch, cfg.capacity())
+    runtime = dataclasses.replace(cfg.runtime, expert_parallel=ep)
+    cost = step_cost(device, runtime, cfg.fmt, cfg.constants, cfg.arch, cfg.capacity())
     assert cost is not None
     return cost
 
@@ -69,6 +71,34 @@ def test_moe_term_makes_a_multi_gpu_moe_step_slower(rig: str) -> None:
     without = _times(_without_moe_term(cfg, cost))
     for slow, fast in zip(with_term, without, strict=True):
         assert slow > fast
+
+
+@pytest.mark.parametrize("rig", ["8x-h100-sxm", "4x-h100-sxm", "8x-mi300x"])
+def test_vllm_splits_experts_by_tensor_parallelism_unless_told_otherwise(rig: str) -> None:
+    cfg = _config(rig, "qwen3-235b-a22b")
+    assert cfg.arch is not None
+    assert not cfg.runtime.expert_parallel  # vLLM's enable_expert_parallel defaults to False
+    split = _cost(cfg, ep=False)
+    dealt = _cost(cfg, ep=True)
+    # split: no all-to-all, every layer's all-reduce pair, as a dense model's
+    assert split.dispatch_s == 0.0
+    assert split.dispatch_s_per_token == 0.0
+    latency, per_token = all_reduce(
+        cfg.device, cfg.constants, cfg.device.count, cfg.arch.num_layers, cfg.arch.hidden_size
+    )
+    assert split.allreduce_s == latency
+    assert split.allreduce_s_per_token == per_token
+    # the sliced expert GEMMs run at the tensor-parallel figure, below the one-GPU one
+    moe = cfg.constants.serving_moe_efficiency
+    assert moe["vllm_tp"] < moe["vllm"]
+    assert split.moe_flops_per_s / dealt.moe_flops_per_s == pytest.approx(
+        moe["vllm_tp"] / moe["vllm"]
+    )
+    # on one GPU nothing is split: the one-GPU figure, whatever the flag
+    hopper = cfg.constants.serving_compute_efficiency["vllm_hopper"]
+    one = _cost(_config("h100-sxm", "qwen3-30b-a3b"), ep=False)
+    assert one.dispatch_s == 0.0
+    assert one.moe_flops_per_s / one.flops_per_s == pytest.approx(moe["vllm"] / hopper)
 
 
 def test_dense_model_has_no_moe_term() -> None:

@@ -107,3 +107,18 @@ def test_tensor_parallel_across_pods_is_left_out_and_its_one_gpu_rows_kept(cat: 
     from_pods = [c for c in cases if c.source.startswith(pods)]
     assert from_pods, "the same source's one-GPU rows are still compared"
     assert all(c.gpus == 1 for c in from_pods)
+
+
+def test_a_run_launched_expert_parallel_is_replayed_so(cat: Catalog) -> None:
+    cases, _ = load_cases(cat)
+    moe = [c for c in cases if c.gpus > 1 and cat.archs[c.model].is_moe]
+    dealt = [c for c in moe if c.expert_parallel]
+    split = [c for c in moe if not c.expert_parallel]
+    assert dealt, "some runs pass --enable-expert-parallel or --ep-size"
+    assert split, "and most keep the runtime's tensor-parallel default"
+    # the same page's Qwen3-235B FP8 runs on 8 A100, with and without the flag
+    page = "qwen3-235b-a22b/a100.md"
+    assert {c.expert_parallel for c in moe if page in c.source and c.quant == "fp8"} == {
+        True,
+        False,
+    }
