@@ -210,7 +210,7 @@ def step_cost(
     moe_layers = experts.moe_layers if experts is not None else 0
     dispatch, dispatch_token = 0.0, 0.0
     expert_parallel = experts is not None and gpus > 1 and runtime.expert_parallel
-    if expert_parallel:
+    if experts is not None and expert_parallel:
         # Experts dealt out whole: each MoE layer's all-reduce gives way to a
         # dispatch and a combine.
         allreduce, per_token = all_reduce(device, constants, gpus, layers - moe_layers, hidden)
