@@ -209,8 +209,8 @@ def step_cost(
     hidden = arch.hidden_size if arch is not None else 4096
     moe_layers = experts.moe_layers if experts is not None else 0
     dispatch, dispatch_token = 0.0, 0.0
-    expert_parallel = experts is not None and gpus > 1 and runtime.expert_parallel
-    if experts is not None and expert_parallel:
+    split = False  # a MoE model's experts split across tensor-parallel GPUs
+    if experts is not None and gpus > 1 and runtime.expert_parallel:
         # Experts dealt out whole: each MoE layer's all-reduce gives way to a
         # dispatch and a combine.
         allreduce, per_token = all_reduce(device, constants, gpus, layers - moe_layers, hidden)
@@ -223,10 +223,9 @@ def step_cost(
         # Tensor parallel (vLLM's default for MoE layers too): every expert is
         # split across the GPUs like a dense MLP, one all-reduce after it.
         allreduce, per_token = all_reduce(device, constants, gpus, layers, hidden)
+        split = experts is not None and gpus > 1
     compute_eff = compute_efficiency(constants, runtime.scheduler, device.generation)
-    moe_eff = moe_efficiency(
-        constants, runtime.scheduler, split=experts is not None and gpus > 1 and not expert_parallel
-    )
+    moe_eff = moe_efficiency(constants, runtime.scheduler, split)
     routed_flops = 0.0
     if experts is not None and moe_eff is not None:
         routed_flops = 2.0 * experts.moe_layers * experts.experts_per_token * experts.expert_params
