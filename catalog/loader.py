@@ -85,10 +85,17 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
+def _loc_part(part: object) -> str:
+    """One step of a field path; a key a person could not read back is shown escaped."""
+    text = str(part)
+    plain = isinstance(part, int) or (text.isprintable() and text.strip() == text and bool(text))
+    return text if plain else safe_repr(text)
+
+
 def _validation_problems(rel: str, entry: str, exc: ValidationError) -> list[Problem]:
     out = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or None
+        loc = ".".join(_loc_part(p) for p in err["loc"]) or None
         msg = err["msg"].removeprefix("Value error, ")
         if loc is None and ":" in msg:
             loc, msg = (part.strip() for part in msg.split(":", 1))

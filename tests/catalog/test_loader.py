@@ -122,6 +122,18 @@ def test_hostile_ids_rejected(tmp_catalog, hostile):
     assert "\x07" not in msgs[0]
 
 
+def test_hostile_key_in_a_field_path_is_escaped(tmp_catalog):
+    # A mapping key with a newline must not split the one-line error in two.
+    path = tmp_catalog / "gpus" / "rtx-4090.yaml"
+    edit(path, "\nsources:\n", '\nsources:\n  "\\n": null\n')
+    [msg] = problems(tmp_catalog)
+    assert "\n" not in msg
+    assert msg == (
+        "catalog/gpus/rtx-4090.yaml: entry 'rtx-4090': field sources.'\\n': "
+        "Input should be a valid string"
+    )
+
+
 def test_unknown_model_type(tmp_catalog):
     edit(tmp_catalog / "models" / "llama-3.1-8b.yaml", "model_type: llama", "model_type: llama9")
     [msg] = problems(tmp_catalog)
