@@ -48,6 +48,8 @@ HARDWARE = {
     "Apple M2 Max (Mac Studio, 8+4 CPU, 38-core GPU, 96 GB)": "M2 Max 38-core GPU",
     # Both M2 Ultra variants have 800 GB/s; the source does not give the core count.
     "Apple M2 Ultra (ggerganov's machine; GPU core count not stated)": "M2 Ultra 76-core GPU",
+    "Apple M2 Ultra (file benches/mac-m2-ultra/mac-m2-ultra.md, host 'gg-studio'; "
+    "GPU core count not stated)": "M2 Ultra 76-core GPU",
     "Apple M3 Ultra (Mac Studio, 32-core CPU / 80-core GPU, 512 GB)": "M3 Ultra 80-core GPU",
     # Both M1 Max variants have 400 GB/s.
     "Apple M1 Max (64 GB; 10-core CPU; GPU core count not stated)": "M1 Max 32-core GPU",
