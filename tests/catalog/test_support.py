@@ -187,3 +187,26 @@ def test_swept_fp4_configs_compute_at_the_fp4_rate(cat):
         assert cfg.device.fp8_flops_per_s == gpu.fp4_flops_per_s, c.id
         fp4 += 1
     assert fp4 > 0  # gpt-oss in MXFP4 on consumer Blackwell under vLLM
+
+
+def test_every_measured_vllm_run_is_a_combination_the_matrix_allows(cat):
+    # A published run is proof that vLLM serves its format on its GPU's
+    # generation; a rule that refuses one is wrong (it once refused gpt-oss
+    # MXFP4 on Ampere and Ada while A100 and RTX 4090 runs sat in the data).
+    from backpressure.generator.accuracy.serving import load_cases
+
+    cases = [c for c in load_cases(cat)[0] if c.framework == "vllm"]
+    assert len(cases) > 200
+    refused = sorted(
+        {
+            (c.gpu, c.quant)
+            for c in cases
+            if not serves(
+                cat.support,
+                "vllm",
+                cat.quants[c.quant].format,
+                resolve.gpu_entry(cat, c.gpu).generation,
+            )
+        }
+    )
+    assert refused == []
