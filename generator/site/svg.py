@@ -58,6 +58,38 @@ def _outline(points: list[tuple[float, float]]) -> list[tuple[int, int]]:
     ]
 
 
+def _num(v: int, after: str) -> str:
+    """``v`` written after ``after``: a minus sign separates it on its own."""
+    return f"{v}" if v < 0 or not after[-1].isdigit() else f" {v}"
+
+
+def path_data(points: list[tuple[int, int]]) -> str:
+    """SVG path data through ``points`` in relative steps: the shortest text for a sketch.
+
+    Flat and upright steps are ``h`` and ``v``; a repeated command letter is
+    left out, as the path grammar allows. It draws what a polyline of the same
+    points draws.
+    """
+    (x, y), rest = points[0], points[1:]
+    out = f"M{x} {y}"
+    last = "M"
+    for a, b in rest:
+        dx, dy = a - x, b - y
+        x, y = a, b
+        if dy == 0:
+            cmd, args = "h", [dx]
+        elif dx == 0:
+            cmd, args = "v", [dy]
+        else:
+            cmd, args = "l", [dx, dy]
+        if cmd != last:
+            out += cmd
+            last = cmd
+        for v in args:
+            out += _num(v, out)
+    return out
+
+
 def sketch(
     rows: list[dict[str, Any]], key: str, x: str, y: str, logx: bool, logy: bool, label: str
 ) -> str:
@@ -76,8 +108,8 @@ def sketch(
     ]
     for i, (name, s) in enumerate(series.items()):
         color = COLORS.get(name, "#666")
-        line = " ".join(f"{a},{b}" for a, b in _outline([(fx(a), fy(b)) for a, b in s]))
-        parts.append(f'<polyline points="{line}" fill="none" stroke="{color}" stroke-width="2"/>')
+        line = path_data(_outline([(fx(a), fy(b)) for a, b in s]))
+        parts.append(f'<path d="{line}" fill="none" stroke="{color}" stroke-width="2"/>')
         parts.append(
             f'<text x="{PAD + 6 + 150 * i}" y="{H - 8}" font-size="12" fill="{color}">'
             f"{escape(name)}</text>"
