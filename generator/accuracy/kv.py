@@ -53,10 +53,12 @@ MODELS = {
     "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", "awq-int4"),
     "openai/gpt-oss-20b": ("gpt-oss-20b", "mxfp4"),
     "openai/gpt-oss-120b": ("gpt-oss-120b", "mxfp4"),
+    "Qwen/Qwen3-Next-80B-A3B-Instruct": ("qwen3-next-80b-a3b", "bf16"),
 }
 GPUS = {
     "H100 80GB HBM3": "h100-sxm",
     "H100": "h100-sxm",
+    "H200": "h200-sxm",
     "A100 40GB": "a100-40gb-sxm",
     "A100 80GB": "a100-80gb-sxm",
     "RTX 3090": "rtx-3090",
