@@ -209,12 +209,29 @@ def _parse_gemma3(cfg: Mapping[str, Any]) -> ModelArch:
     return assemble(merged, layers, _gqa_attention(merged, "gemma3"), None, tied_default=True)
 
 
+def _parse_mistral3(cfg: Mapping[str, Any]) -> ModelArch:
+    """Mistral Small 3.1/3.2 (Mistral3ForConditionalGeneration): the language model.
+
+    The text model is a Mistral under ``text_config``; the file gives the dtype at
+    the top level only. As for Gemma 3, the Pixtral vision tower is not counted.
+    """
+    text = cfg.get("text_config")
+    if not isinstance(text, Mapping):
+        raise ConfigError("config.json: 'text_config' is required for mistral3")
+    merged = dict(text)
+    merged.setdefault("torch_dtype", cfg.get("torch_dtype"))
+    if "tie_word_embeddings" in cfg:
+        merged.setdefault("tie_word_embeddings", cfg["tie_word_embeddings"])
+    return PARSERS["mistral"](merged)
+
+
 _Parser = Callable[[Mapping[str, Any]], ModelArch]
 
 # Explicit registry: model_type -> parser. Nothing registers by import side effect.
 PARSERS: dict[str, _Parser] = {
     "llama": _dense("llama", qkv_bias=False, qk_norm=False, norms=2, tied=False),
     "mistral": _dense("mistral", qkv_bias=False, qk_norm=False, norms=2, tied=False),
+    "mistral3": _parse_mistral3,
     "qwen2": _dense("qwen", qkv_bias=True, qk_norm=False, norms=2, tied=False),
     "qwen3": _dense("qwen", qkv_bias=False, qk_norm=True, norms=2, tied=False),
     "phi3": _dense("phi3", qkv_bias=False, qk_norm=False, norms=2, tied=False),

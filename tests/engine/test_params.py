@@ -75,3 +75,16 @@ def test_qwen3_moe_and_deepseek(cat):
     assert round(cat.archs["qwen3-30b-a3b"].total_params / 1e9, 1) == 30.5
     assert round(cat.archs["qwen3-30b-a3b"].active_params / 1e9, 1) == 3.4
     assert round(cat.archs["deepseek-v3"].total_params / 1e9) == 671
+
+
+def test_mistral3_is_its_text_model(cat):
+    # Mistral Small 3.1/3.2 nest a Mistral under text_config: the same 40 layers as
+    # Small 3 (2501) with a 128k context; the Pixtral tower is not counted.
+    from backpressure.catalog.hf_config import ConfigError, parse_config
+
+    small3, small32 = cat.archs["mistral-small-24b"], cat.archs["mistral-small-3.2-24b"]
+    assert small32.total_params == small3.total_params
+    assert small32.attention.num_kv_heads == 8
+    assert (small3.max_context, small32.max_context) == (32768, 131072)
+    with pytest.raises(ConfigError, match="text_config"):
+        parse_config({"model_type": "mistral3", "architectures": ["X"]})
