@@ -18,6 +18,7 @@ from backpressure.catalog.support import (
     serves,
 )
 from backpressure.generator import resolve
+from backpressure.generator.accuracy.serving import load_cases
 from backpressure.generator.sweep.combos import enumerate_combos
 from pydantic import ValidationError
 
@@ -193,8 +194,6 @@ def test_every_measured_vllm_run_is_a_combination_the_matrix_allows(cat):
     # A published run is proof that vLLM serves its format on its GPU's
     # generation; a rule that refuses one is wrong (it once refused gpt-oss
     # MXFP4 on Ampere and Ada while A100 and RTX 4090 runs sat in the data).
-    from backpressure.generator.accuracy.serving import load_cases
-
     cases = [c for c in load_cases(cat)[0] if c.framework == "vllm"]
     assert len(cases) > 200
     refused = sorted(

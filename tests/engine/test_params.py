@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from backpressure.catalog.hf_config import ConfigError, parse_config
 
 # Publishers round: "8B", "30.5B". 3 % covers rounding to the figures they print
 # (Kimi K2 "1T" is 1.026T computed, Mistral NeMo "12B" 12.25B, the largest gaps).
@@ -80,8 +81,6 @@ def test_qwen3_moe_and_deepseek(cat):
 def test_mistral3_is_its_text_model(cat):
     # Mistral Small 3.1/3.2 nest a Mistral under text_config: the same 40 layers as
     # Small 3 (2501) with a 128k context; the Pixtral tower is not counted.
-    from backpressure.catalog.hf_config import ConfigError, parse_config
-
     small3, small32 = cat.archs["mistral-small-24b"], cat.archs["mistral-small-3.2-24b"]
     assert small32.total_params == small3.total_params
     assert small32.attention.num_kv_heads == 8

@@ -9,12 +9,13 @@ from backpressure.generator.site.svg import path_data, sketch
 
 def _absolute(d: str) -> list[tuple[int, int]]:
     """Decode M/h/v/l path data (implicit repeats included) back to points."""
-    tokens = re.findall(r"[MhvlHVL]|-?\d+", d)
+    tokens = re.findall(r"[A-Za-z]|-?\d+", d)
     pts: list[tuple[int, int]] = []
     cmd, i, x, y = "", 0, 0, 0
     while i < len(tokens):
         if tokens[i].isalpha():
             cmd, i = tokens[i], i + 1
+            assert cmd in "Mhvl", cmd  # the only commands path_data writes
         if cmd == "M":
             x, y, i = int(tokens[i]), int(tokens[i + 1]), i + 2
         elif cmd == "h":
