@@ -7,11 +7,13 @@ every request the page makes must stay on 127.0.0.1.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 from backpressure.generator.site.build import build_site
+from backpressure.generator.site.chart_pack import pack, unpack
 
 from tests.browser.serve import CHROMIUM, CHROMIUM_ARGS, serve, wait_until
 from tests.generator.fixtures import write_fixture
@@ -140,3 +142,43 @@ def test_pages_fit_a_390_px_phone_screen(site, browser, path):
         width = page.evaluate("document.documentElement.scrollWidth")
         page.close()
     assert width <= 390, f"/{path} is {width} px wide on a 390 px screen"
+
+
+BP_JS = Path(__file__).resolve().parents[2] / "templates" / "assets" / "bp" / "bp.js"
+
+
+def test_the_browser_unpacks_chart_data_as_python_does(browser):
+    """bp.js's unpack, run in chromium, gives the rows Python's unpack gives."""
+    source = re.search(r"\n  function unpack\(packed\) \{\n.*?\n  \}\n", BP_JS.read_text(), re.S)
+    assert source, "bp.js no longer defines unpack(packed) where this test looks"
+    series = ["queue depth", "occupancy", "p99 TTFT [ms]"]
+    timeline = [
+        {"metric": m, "t": float(t), "value": 0.0 if t % 3 else t * 1.25 + i}
+        for i, m in enumerate(series)
+        for t in range(40)
+    ]
+    curve = [
+        {"rps": 0.25 * k, "ms": 100.0 + k * 0.1, "n": None if k == 3 else k} for k in range(12)
+    ]
+    shares = [{"series": m, "rps": x, "share": x / 4} for m in series for x in (0.3, 1.1, 2.0, 3.7)]
+    packed = pack(
+        {"timeline": {"timeline": timeline}, "breaking": {"latency": curve, "shares": shares}}
+    )
+    kinds = {
+        "list" if isinstance(column, list) else next(iter(column))
+        for sets in packed.values()
+        for data in sets.values()
+        for column in data["c"].values()
+    }
+    assert kinds == {"list", "cycle", "seq", "runs"}  # every encoding bp.js must read
+    page = browser.new_page()
+    got = page.evaluate(
+        "([fn, sets]) => { const unpack = new Function('return (' + fn + ')')();"
+        " const out = {}; for (const k of Object.keys(sets)) { out[k] = {};"
+        " for (const n of Object.keys(sets[k])) out[k][n] = unpack(sets[k][n]); } return out; }",
+        [source.group(0).strip(), packed],
+    )
+    page.close()
+    for kind, sets in packed.items():
+        for name, data in sets.items():
+            assert got[kind][name] == unpack(data), (kind, name)

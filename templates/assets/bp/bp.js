@@ -11,8 +11,9 @@
     return spec;
   }
 
-  // The page ships each dataset column by column (generator/charts.py pack):
-  // {n: rows, c: {field: [values], {cycle: [values]} or {runs: [[value, count], ...]}}}.
+  // The page ships each dataset column by column (generator/site/chart_pack.py):
+  // {n: rows, c: {field: [values], {cycle: [values]}, {seq: [start, step, period]}
+  // or {runs: [[value, count], ...]}}}.
   function unpack(packed) {
     var rows = [];
     for (var i = 0; i < packed.n; i++) rows.push({});
@@ -22,6 +23,9 @@
         column.forEach(function (v, j) { rows[j][key] = v; });
       } else if (column.cycle) {
         rows.forEach(function (row, j) { row[key] = column.cycle[j % column.cycle.length]; });
+      } else if (column.seq) {
+        var s = column.seq;
+        rows.forEach(function (row, j) { row[key] = s[0] + (j % s[2]) * s[1]; });
       } else {
         column.runs.forEach(function (run) {
           for (var k = 0; k < run[1]; k++) rows[at++][key] = run[0];

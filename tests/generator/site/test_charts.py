@@ -135,3 +135,30 @@ def test_shared_x_values_travel_once(fitting):
     packed = pack(charts.datasets_for(row, curves, LIM))
     occupancy = packed["occupancy"]["shares"]["c"]["rps"]
     assert occupancy == {"cycle": [float(f"{x:.4g}") for x in curves.load_rps]}
+
+
+def test_a_timeline_s_seconds_travel_as_a_sequence_and_whole_numbers_as_integers(fitting):
+    row, curves = fitting
+    data = charts.datasets_for(row, curves, LIM)
+    packed = pack(data)
+    timeline = packed["timeline"]["timeline"]
+    seconds = [r["t"] for r in data["timeline"]["timeline"]]
+    period = len(set(seconds))
+    assert timeline["c"]["t"] == {"seq": [seconds[0], seconds[1] - seconds[0], period]}
+    assert unpack(timeline) == data["timeline"]["timeline"]
+    text = json.dumps(packed)
+    assert "0.0," not in text  # 0, not 0.0
+    assert ".0]" not in text
+
+
+def test_only_exact_even_steps_become_a_sequence():
+    def column(values):
+        return pack({"k": {"d": [{"x": v} for v in values]}})["k"]["d"]["c"]["x"]
+
+    assert column([2.5 * k for k in range(10)]) == {"seq": [0, 2.5, 10]}
+    assert column([3 * k for k in range(7)]) == [0, 3, 6, 9, 12, 15, 18]  # short: a list
+    # 0.1 steps are not exact in binary: 0.1 * 3 is not 0.3, so the values stay as written
+    tenths = [round(0.1 * k, 1) for k in range(10)]
+    assert column(tenths) == tenths
+    assert column([0, 1, 2, 3, 4, 5, 6, 8]) == [0, 1, 2, 3, 4, 5, 6, 8]
+    assert column([1.0, None, 3.0] * 3) == [1, None, 3] * 3
