@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.generator.accuracy.page import PAGE_BAND_CAP, all_points, peers_context
 from backpressure.generator.accuracy.report import LABELS, Point, kind_of, quantile, summarise
-from backpressure.generator.accuracy.serving import METRICS
+from backpressure.generator.accuracy.serving import METRICS, TTFT_LEFT_OUT
 from backpressure.generator.paths import ROOT
 
 OUT = ROOT / "benchmarks" / "serving-report.txt"
@@ -175,7 +175,11 @@ def report(cat: Catalog) -> tuple[str, bool]:
         )
     lines += ["", "Rows not compared:"]
     for why, n in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0])):
-        lines.append(f"  {n:5d}  {why}")
+        if why != TTFT_LEFT_OUT:
+            lines.append(f"  {n:5d}  {why}")
+    if skipped[TTFT_LEFT_OUT]:
+        lines += ["", "Compared runs whose TTFT is left out:"]
+        lines.append(f"  {skipped[TTFT_LEFT_OUT]:5d}  {TTFT_LEFT_OUT}")
     lines += [
         "",
         "SGLang, TensorRT-LLM, TGI and vLLM V0 runs are costed with vLLM V1's scheduler and",

@@ -20,7 +20,7 @@ from backpressure.generator.accuracy.report import (
     points,
     summarise,
 )
-from backpressure.generator.accuracy.serving import METRICS, Case, load_cases
+from backpressure.generator.accuracy.serving import METRICS, TTFT_LEFT_OUT, Case, load_cases
 
 WORST = 25  # misses listed by name on the page
 PAGE_BAND_CAP = 90.0  # the pages never publish a serving band wider than this [%]
@@ -114,7 +114,11 @@ def serving_context(cat: Catalog) -> dict[str, Any]:
         "cases": n_cases,
         "points": len(pts),
         "curves": len({p.case.curve for p in pts}),
-        "skipped": sorted(Counter(skipped).items(), key=lambda kv: -kv[1]),
+        "skipped": sorted(
+            ((why, n) for why, n in Counter(skipped).items() if why != TTFT_LEFT_OUT),
+            key=lambda kv: -kv[1],
+        ),
+        "ttft_left_out": skipped[TTFT_LEFT_OUT],
         "headline": headline,
         "rows": _summary_rows(held, "held out") + _summary_rows(fit, "fitted"),
         "worst": [

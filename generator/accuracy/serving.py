@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 from backpressure.catalog.loader import Catalog
-from backpressure.engine.capacity import estimate
+from backpressure.engine.capacity import estimate, peak_flops
 from backpressure.engine.inputs import Constants, Device
 from backpressure.engine.rng import Mulberry32
 from backpressure.engine.serving import kernel
@@ -150,13 +150,59 @@ def _is_holdout(curve: str) -> bool:
 
 
 def load_cases(cat: Catalog, data: Path = DATA) -> tuple[list[Case], Counter[str]]:
-    """Cases for every comparable row, and why the others were left out."""
+    """Cases for every comparable row, and why the others were left out.
+
+    A case whose measured TTFT is below :func:`ttft_floor_ms` keeps its other
+    metrics but not its TTFT; the count is kept under :data:`TTFT_LEFT_OUT`.
+    """
     copies = copied_rows(data / "serving_load.csv")
-    return read_cases(
+    cases, skipped = read_cases(
         data / "serving_load.csv",
         data / "serving_map.yaml",
         lambda mapping, i, r: (COPIED, None) if i in copies else _case(cat, mapping, i, r),
     )
+    kept = []
+    for case in cases:
+        ttft, floor = case.measured.get("ttft_ms"), ttft_floor_ms(cat, case)
+        if ttft is not None and floor is not None and ttft < floor:
+            skipped[TTFT_LEFT_OUT] += 1
+            case = replace(
+                case, measured={k: v for k, v in case.measured.items() if k != "ttft_ms"}
+            )
+        kept.append(case)
+    return kept, skipped
+
+
+# Counted with the rows left out, but only the TTFT of these runs is: their TPOT and
+# output tokens/s are compared as any other run's.
+TTFT_LEFT_OUT = (
+    "TTFT only (TPOT and tokens/s still compared): faster than the GPU's peak compute"
+    " allows for its prompts, so a prefix cache served them"
+)
+
+
+def ttft_floor_ms(cat: Catalog, case: Case) -> float | None:
+    """The least mean TTFT the case's prompts allow when each is computed from scratch [ms].
+
+    A request's first token waits at least for its own prompt: 2 FLOPs per
+    multiplied parameter per prompt token at the device's peak rate (attention
+    only adds to it). When every prompt arrives at once and all are one length,
+    the k-th to finish has waited for k prompts' work, so the mean and the
+    median wait at least half the count times one. A measured TTFT below this
+    did not compute its prompts: a prefix cache (on by default in vLLM V1 and
+    SGLang) already held them, from an earlier run of the same random prompts
+    or a warm-up request. Such a TTFT measures the cache, not the device. None
+    without a FLOPS figure.
+    """
+    dev = device(cat, case.gpu, case.gpus)
+    rt = resolve.runtime_profile(cat.runtimes[case.runtime])
+    peak = peak_flops(dev, rt, resolve.weight_format(cat.quants[case.quant]))
+    if not peak:
+        return None
+    arch = cat.archs[case.model]
+    one = 2 * (arch.active_params - arch.lookup_only_params) * case.prompt / peak
+    at_once = case.rate is None and case.users >= case.requests and case.dataset in FIXED_LENGTHS
+    return 1000 * one * (max(1.0, case.requests / 2) if at_once else 1.0)
 
 
 COPIED = "figures identical to another GPU's or model's run (a copied table)"

@@ -74,6 +74,7 @@ def _empty_serving() -> dict[str, object]:
         "points": 0,
         "curves": 0,
         "skipped": [],
+        "ttft_left_out": 0,
         "headline": {},
         "rows": [],
         "worst": [],
