@@ -87,3 +87,11 @@ def test_mistral3_is_its_text_model(cat):
     assert (small3.max_context, small32.max_context) == (32768, 131072)
     with pytest.raises(ConfigError, match="text_config"):
         parse_config({"model_type": "mistral3", "architectures": ["X"]})
+
+
+def test_glm_4_6_is_glm_4_5_with_a_longer_context(cat):
+    # One architecture (Glm4MoeForCausalLM, 355B-A32B); GLM-4.6 raises 128K to 200K.
+    glm45, glm46 = cat.archs["glm-4.5"], cat.archs["glm-4.6"]
+    assert (glm46.total_params, glm46.active_params) == (glm45.total_params, glm45.active_params)
+    assert glm46.attention == glm45.attention
+    assert (glm45.max_context, glm46.max_context) == (131072, 202752)
