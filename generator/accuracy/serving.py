@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.capacity import estimate, peak_flops
-from backpressure.engine.inputs import Constants, Device
+from backpressure.engine.inputs import Constants, Device, Runtime, WeightFormat
 from backpressure.engine.rng import Mulberry32
 from backpressure.engine.serving import kernel
 from backpressure.engine.serving.model import Policy, Server, StepCost
@@ -194,9 +194,7 @@ def ttft_floor_ms(cat: Catalog, case: Case) -> float | None:
     or a warm-up request. Such a TTFT measures the cache, not the device. None
     without a FLOPS figure.
     """
-    dev = device(cat, case.gpu, case.gpus)
-    rt = resolve.runtime_profile(cat.runtimes[case.runtime])
-    peak = peak_flops(dev, rt, resolve.weight_format(cat.quants[case.quant]))
+    peak = peak_flops(*_setup(cat, case))
     if not peak:
         return None
     arch = cat.archs[case.model]
@@ -394,12 +392,19 @@ def output_lengths(case: Case) -> np.ndarray:
     return np.maximum(np.rint(lengths[order]), 2).astype(np.int64)
 
 
+def _setup(cat: Catalog, case: Case) -> tuple[Device, Runtime, WeightFormat]:
+    """The case's device, its runtime's profile (as the run launched it) and its weights."""
+    rt = resolve.runtime_profile(cat.runtimes[case.runtime])
+    return (
+        device(cat, case.gpu, case.gpus),
+        replace(rt, expert_parallel=case.expert_parallel),
+        resolve.weight_format(cat.quants[case.quant]),
+    )
+
+
 def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Replay | None:
     """The case's server (catalog device, runtime, weights and constants) and its load."""
-    dev = device(cat, case.gpu, case.gpus)
-    rt = resolve.runtime_profile(cat.runtimes[case.runtime])
-    rt = replace(rt, expert_parallel=case.expert_parallel)
-    fmt = resolve.weight_format(cat.quants[case.quant])
+    dev, rt, fmt = _setup(cat, case)
     c = constants or resolve.constants(cat)
     arch = cat.archs[case.model]
     context = min(arch.max_context, max(case.prompt + case.output, 4096))

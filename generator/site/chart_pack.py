@@ -44,7 +44,7 @@ def _pack_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
         if key not in columns:
             column = _cycled([_whole(r[key]) for r in rows], counts)
             part = column["cycle"] if isinstance(column, dict) else column
-            columns[key] = _seq(part, len(rows)) or column
+            columns[key] = _seq(part) or column
     return {"n": len(rows), "c": columns}
 
 
@@ -61,13 +61,13 @@ def _whole(x: Any) -> Any:
 SEQ_MIN = 8  # shorter columns stay lists: the encoding saves nothing there
 
 
-def _seq(part: list[Any], n: int) -> dict[str, list[Any]] | None:
+def _seq(part: list[Any]) -> dict[str, list[Any]] | None:
     """``{"seq": [start, step, len(part)]}`` when ``part`` counts up evenly, exactly.
 
     Exactly means in the browser's arithmetic too: every value is checked as
     ``start + k * step`` computed in IEEE doubles, which is what JavaScript does.
     """
-    if len(part) < SEQ_MIN or n % len(part) or not all(_number(v) for v in part):
+    if len(part) < SEQ_MIN or not all(_number(v) for v in part):
         return None
     start, step = part[0], part[1] - part[0]
     if not all(float(v) == float(start) + k * float(step) for k, v in enumerate(part)):
