@@ -226,6 +226,11 @@ class KvDtype(Entity):
     runtimes: tuple[EntityId, ...] = Field(min_length=1, description="Runtimes that offer it.")
 
 
+# A token count inside a mapping, bounded like the scalar token fields.
+Tokens = Annotated[int, Strict(), Field(ge=1, le=1_048_576)]
+PlatformName = Literal["nvidia", "amd", "apple", "intel", "cpu"]
+
+
 class Runtime(Entity):
     """How a serving framework carves device memory into weights, overhead and KV."""
 
@@ -385,6 +390,13 @@ class Runtime(Entity):
             "Whether a mixture-of-experts model over several GPUs deals its experts out "
             "whole (expert parallel) rather than splitting every expert across them "
             "(tensor parallel); unset = false."
+        ),
+    )
+    expert_pair_reads_below: dict[PlatformName, Tokens] | None = Field(
+        default=None,
+        description=(
+            "Per platform: below this many tokens in a forward pass the MoE kernel reads one "
+            "expert per (token, chosen expert) pair, not each distinct expert once [tokens]."
         ),
     )
     mxfp4_rest_bits_per_weight: Float | None = Field(

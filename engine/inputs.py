@@ -79,6 +79,10 @@ class Runtime:
     # all-to-all each way per layer) or each expert split across the GPUs like a
     # dense MLP (tensor parallel, one all-reduce per layer).
     expert_parallel: bool = False
+    # Per platform: below this many tokens in a forward pass the MoE mat-vec
+    # kernel streams one expert per (token, chosen expert) pair instead of each
+    # distinct expert once (llama.cpp's Metal backend: 32). Absent: never.
+    expert_pair_reads_below: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

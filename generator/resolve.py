@@ -154,6 +154,7 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         mxfp4_intermediate_align=entry.mxfp4_intermediate_align or 0,
         mxfp4_rest_bits=entry.mxfp4_rest_bits_per_weight or 0.0,
         expert_parallel=bool(entry.expert_parallel),
+        expert_pair_reads_below=tuple(sorted((entry.expert_pair_reads_below or {}).items())),
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from backpressure.engine.serving import kernel
 from backpressure.engine.serving.model import Server
-from backpressure.engine.serving.step import distinct_experts, pack
+from backpressure.engine.serving.step import expert_reads, pack
 
 Array = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -112,7 +112,7 @@ def serve(
     queued = np.zeros(bins)
     counters = np.zeros(4, np.int64)
     sums = np.zeros(7)
-    experts = distinct_experts(c.num_experts, c.experts_per_token, max(s.max_batched_tokens, 1))
+    experts = expert_reads(c, max(s.max_batched_tokens, 1))
     stop = kernel.serve(
         int(s.policy),
         s.kv_blocks,

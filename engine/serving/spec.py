@@ -258,6 +258,9 @@ def step_cost(
         dispatch_s=dispatch,
         dispatch_s_per_token=dispatch_token,
         host_overlaps=host_overlaps(runtime.scheduler, runtime.version),
+        expert_pair_below=dict(runtime.expert_pair_reads_below).get(platform, 0)
+        if experts is not None
+        else 0,
     )
 
 

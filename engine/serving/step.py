@@ -106,6 +106,30 @@ def distinct_experts(num_experts: int, experts_per_token: int, max_tokens: int) 
     return table
 
 
+def expert_reads(cost: StepCost, max_tokens: int) -> Array:
+    """Experts read per MoE layer for ``t = 0 .. max_tokens`` tokens in one pass.
+
+    :func:`distinct_experts`, except below ``cost.expert_pair_below`` tokens,
+    where the runtime's kernel streams one expert per (token, chosen expert)
+    pair: ``t k``, more than the distinct count once two tokens share an expert.
+
+    >>> from dataclasses import replace
+    >>> cost = StepCost(0.0, 0.0, 8, 2, 0.0, 0.0, 0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+    >>> expert_reads(cost, 3).tolist()
+    [0.0, 2.0, 3.5, 4.625]
+    >>> expert_reads(replace(cost, expert_pair_below=3), 3).tolist()
+    [0.0, 2.0, 4.0, 4.625]
+    """
+    table = distinct_experts(cost.num_experts, cost.experts_per_token, max_tokens)
+    below = min(cost.expert_pair_below, max_tokens + 1)
+    if cost.num_experts <= 0 or below <= 2:
+        return table  # at one token the pair count is the distinct count
+    table = table.copy()
+    table[:below] = np.arange(below) * float(cost.experts_per_token)
+    table.flags.writeable = False
+    return table
+
+
 def step_time(
     cost: Array,
     experts: Array,

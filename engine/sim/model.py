@@ -9,7 +9,7 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 from backpressure.engine.serving.model import StepCost
-from backpressure.engine.serving.step import distinct_experts, pack
+from backpressure.engine.serving.step import expert_reads, pack
 from backpressure.engine.sim.llm import times_lanes
 from backpressure.engine.sim.queueing import Discipline
 from backpressure.engine.sim.traffic import SourceSpec
@@ -234,9 +234,7 @@ class LlmLanes:
         tables = np.zeros((len(llms), width))
         for i, m in enumerate(llms):
             c = m.cost
-            tables[i, : m.experts_len] = distinct_experts(
-                c.num_experts, c.experts_per_token, m.experts_len - 1
-            )
+            tables[i, : m.experts_len] = expert_reads(c, m.experts_len - 1)
         ints = np.array(
             [
                 [m.slots, m.prompt_tokens, m.output_tokens, m.max_batched_tokens, m.ubatch_tokens]

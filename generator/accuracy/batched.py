@@ -31,7 +31,7 @@ from backpressure.catalog.loader import Catalog
 from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
 from backpressure.engine.serving.spec import step_cost
-from backpressure.engine.serving.step import distinct_experts, pack, step_time
+from backpressure.engine.serving.step import expert_reads, pack, step_time
 from backpressure.generator import resolve
 from backpressure.generator.accuracy.rows import DATA, read_cases
 
@@ -190,9 +190,7 @@ def predict(case: BatchedCase, cost: StepCost, compute: bool = True) -> dict[str
     Without a compute figure (``compute`` False) the prompt phase is not predicted.
     """
     packed = pack(cost)
-    experts = distinct_experts(
-        cost.num_experts, cost.experts_per_token, max(case.n_ubatch, case.batch)
-    )
+    experts = expert_reads(cost, max(case.n_ubatch, case.batch))
     # Prompts: the tool lays tokens out position by position across the
     # sequences (one sequence when the prompt is shared) and decodes n_batch at a time.
     seqs = 1 if case.shared else case.batch

@@ -10,7 +10,7 @@ import pytest
 from backpressure.catalog.loader import load_catalog
 from backpressure.engine.serving.model import StepCost
 from backpressure.engine.serving.spec import all_reduce, remote_gpus, step_cost
-from backpressure.engine.serving.step import distinct_experts, pack, step_time
+from backpressure.engine.serving.step import distinct_experts, expert_reads, pack, step_time
 from backpressure.generator import resolve
 
 GB_S = 1e9  # link bandwidths below are in GB/s
@@ -127,3 +127,37 @@ def test_remote_gpus_by_hand() -> None:
     assert [remote_gpus(4, k) for k in range(1, 9)] == sorted(
         remote_gpus(4, k) for k in range(1, 9)
     )
+
+
+def _llama_cpp_cost(gpu: str) -> StepCost:
+    cfg = resolve.configure(load_catalog(), gpu, "q4_k_m", 8192, "qwen3-30b-a3b")
+    cost = step_cost(cfg.device, cfg.runtime, cfg.fmt, cfg.constants, cfg.arch, cfg.capacity())
+    assert cost is not None
+    return cost
+
+
+def test_metal_streams_an_expert_per_token_pair_below_32_tokens() -> None:
+    # llama.cpp's Metal mul_mat_id: one mat-vec per (token, expert) pair below 32 tokens,
+    # grouped by expert from 32 on; CUDA groups from 2 tokens on.
+    metal, cuda = _llama_cpp_cost("m4-max-128gb"), _llama_cpp_cost("rtx-4090")
+    assert (metal.expert_pair_below, cuda.expert_pair_below) == (32, 0)
+    k = metal.experts_per_token
+    reads = expert_reads(metal, 64)
+    distinct = distinct_experts(metal.num_experts, k, 64)
+    assert reads[1] == distinct[1] == k
+    assert all(reads[t] == t * k > distinct[t] for t in range(2, 32))
+    assert list(reads[32:]) == list(distinct[32:])
+    assert list(expert_reads(cuda, 64)) == list(distinct)
+    # So a 31-sequence decode step on Metal outlasts a 32-sequence one.
+    packed = pack(metal)
+    t31, t32 = (step_time(packed, reads, b, b * 1_000.0, 0, 0.0, 0.0, 1, b) for b in (31, 32))
+    assert t31 > t32
+
+
+def test_a_late_step_cost_field_at_its_default_leaves_the_seed_key_alone() -> None:
+    # The sweep seeds arrivals by the server's repr: a field that changes nothing
+    # must not reshuffle every config's arrivals.
+    cuda, metal = _llama_cpp_cost("rtx-4090"), _llama_cpp_cost("m4-max-128gb")
+    assert "expert_pair_below" not in repr(cuda)
+    assert "expert_pair_below=32" in repr(metal)
+    assert repr(cuda) == repr(dataclasses.replace(cuda, expert_pair_below=0))
