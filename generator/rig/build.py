@@ -280,6 +280,7 @@ def llm_json(m: LlmSpec) -> dict[str, Any]:
         "cost": pack(m.cost).tolist(),
         "num_experts": m.cost.num_experts,
         "experts_per_token": m.cost.experts_per_token,
+        "expert_pair_below": m.cost.expert_pair_below,
         "max_batched_tokens": m.max_batched_tokens,
         "ubatch_tokens": m.ubatch_tokens,
         "prompt_tokens": m.prompt_tokens,

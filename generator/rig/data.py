@@ -150,7 +150,11 @@ def device_json(cat: Catalog, device: str, rows: Iterable[ConfigRef]) -> dict[st
             {
                 "runtime": r.runtime,
                 "cost": pack(served.cost).tolist(),
-                "experts": [served.cost.num_experts, served.cost.experts_per_token],
+                "experts": [
+                    served.cost.num_experts,
+                    served.cost.experts_per_token,
+                    served.cost.expert_pair_below,
+                ],
                 "contexts": {},
             },
         )

@@ -76,12 +76,26 @@ def _runtime_rows(cat: Catalog) -> list[dict[str, str]]:
             rows.append(
                 {
                     "name": f"{rid}: {field}",
-                    "value": f"{value:,}" if isinstance(value, int) else f"{value:g}",
+                    "value": _shown(value),
                     "label": classify(source),
                     "source": source,
                 }
             )
     return rows
+
+
+def _shown(value: object) -> str:
+    """A runtime field's value as the table prints it: a number, or ``key value`` pairs.
+
+    >>> _shown(2048), _shown(0.9), _shown({"apple": 32})
+    ('2,048', '0.9', 'apple 32')
+    """
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_shown(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
 
 
 def methodology_context(cat: Catalog) -> dict[str, Any]:

@@ -387,6 +387,7 @@ function llmOf(node, p, devices) {
     cost: entry.cost,
     num_experts: entry.experts[0],
     experts_per_token: entry.experts[1],
+    expert_pair_below: entry.experts[2],
     max_batched_tokens: batched,
     ubatch_tokens: ubatch,
     prompt_tokens: p.prompt_tokens,

@@ -50,6 +50,16 @@ export function distinctExperts(numExperts, perToken, maxTokens) {
   return table;
 }
 
+// Experts read per MoE layer: distinctExperts, except below pairBelow tokens a pass,
+// where the runtime's kernel reads one expert per (token, chosen expert) pair: t k.
+export function expertReads(numExperts, perToken, pairBelow, maxTokens) {
+  const table = distinctExperts(numExperts, perToken, maxTokens);
+  const below = Math.min(pairBelow, maxTokens + 1);
+  if (numExperts <= 0 || below <= 2) return table;
+  for (let t = 0; t < below; t++) table[t] = t * perToken;
+  return table;
+}
+
 export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens, pairs, passes, seqs) {
   const tokens = decode + prefill;
   if (tokens <= 0) return 0.0;
@@ -122,13 +132,13 @@ export function requestsHeld(policy, kvBlocks, blockTokens, maxSeqs, prompt, out
   return Math.min(maxSeqs, idiv(kvBlocks, Math.max(perRequest, 1)));
 }
 
-// The node's LLM numbers, with the distinct-experts table it indexes.
+// The node's LLM numbers, with the expert-reads table it indexes.
 export function llmOf(spec) {
   const len = Math.max(spec.max_batched_tokens, spec.slots + 1) + 1;
   return {
     slots: spec.slots,
     cost: Float64Array.from(spec.cost),
-    experts: distinctExperts(spec.num_experts, spec.experts_per_token, len - 1),
+    experts: expertReads(spec.num_experts, spec.experts_per_token, spec.expert_pair_below, len - 1),
     prompt: spec.prompt_tokens,
     output: spec.output_tokens,
     budget: spec.max_batched_tokens,
