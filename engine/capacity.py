@@ -379,4 +379,8 @@ def estimate(
         kv_layout=arch.layout() if arch is not None else "",
         runtime_version=runtime.version,
         kv_block_tokens=mem.pool.block if mem.pool is not None else 0,
+        kv_pool_pages=mem.pool.blocks(max(0, budget) // parallel(device, runtime))
+        if mem.pool is not None
+        else 0,
+        kv_pool=mem.pool,
     )

@@ -96,6 +96,8 @@ class VllmPool:
     group_size: int
     groups: int
     pages_per_request: int
+    # (kind, groups of it, window or chunk): what :meth:`held_pages` charges
+    kinds: tuple[tuple[str, int, int], ...] = ()
 
     def blocks(self, available_bytes: int) -> int:
         """Pages in the pool (``get_num_blocks``) [-]."""
@@ -112,6 +114,46 @@ class VllmPool:
     def request_bytes(self) -> int:
         """Worst-case memory one request holds on one GPU [bytes]."""
         return self.pages_per_request * self.page_bytes * self.group_size
+
+    def held_pages(self, tokens: int) -> int:
+        """Pages a decoding request that holds ``tokens`` KV tokens keeps [-].
+
+        Full layers keep every token; sliding layers free the pages wholly
+        outside the window as it moves (the last ``window - 1`` tokens and the
+        new one: ``cdiv(window - 1, block) + 1`` pages), chunked layers those
+        before the current chunk; a state layer keeps one page.
+
+        >>> pool = VllmPool(16, 1, 18, 2, 0, (("full", 1, 0), ("sliding", 1, 128)))
+        >>> pool.held_pages(1_000), pool.held_pages(32_000)
+        (72, 2009)
+        """
+        total = 0
+        for kind, groups, window in self.kinds:
+            pages = _cdiv(tokens, self.block)
+            if kind == "state":
+                pages = 1
+            elif kind.startswith("sliding"):
+                pages = min(pages, _cdiv(window - 1, self.block) + 1)
+            elif kind.startswith("chunked"):
+                pages = min(pages, _cdiv(window, self.block))
+            total += groups * pages
+        return total
+
+    def full_equivalent_blocks(self, pages: int, tokens: int) -> int:
+        """``pages`` of this pool as blocks of a full-attention pool, for requests of ``tokens``.
+
+        A scheduler that charges a request ``cdiv(tokens, block)`` blocks admits
+        as many requests of ``tokens`` from these blocks as vLLM's hybrid manager
+        does from ``pages``; for a model of full layers only, ``pages`` itself.
+
+        >>> pool = VllmPool(16, 1, 18, 2, 0, (("full", 1, 0), ("sliding", 1, 128)))
+        >>> pool.full_equivalent_blocks(5_714, 32_000) // 2_000  # requests of 32,000 tokens
+        2
+        """
+        held = self.held_pages(tokens)
+        if held <= 0:
+            return pages
+        return pages * _cdiv(tokens, self.block) // held
 
 
 def _kinds(arch: ModelArch) -> dict[str, tuple[int, int]]:
@@ -181,11 +223,13 @@ def vllm_pool(
     if max(counts) < min(counts) * VLLM_GROUP_SLACK:
         group_size = max(counts)
     groups, pages = 0, 0
+    per_kind = []
     for kind, (n, window) in kinds.items():
         g = _cdiv(n, group_size)
         groups += g
         pages += g * _pages(kind, window, context, max_num_batched_tokens, block)
-    return VllmPool(block, page, group_size, groups, pages)
+        per_kind.append((kind, g, window))
+    return VllmPool(block, page, group_size, groups, pages, tuple(per_kind))
 
 
 def llama_cpp_cells(

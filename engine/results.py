@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from backpressure.engine.kv_pool import VllmPool
 
 KvBasis = Literal["exact", "heuristic"]
 Ceiling = Literal["kv", "bandwidth", "compute"]
@@ -57,3 +60,7 @@ class CapacityResult:
     runtime_version: str = ""
     # vLLM: tokens per page of its pool (the block size, grown for hybrids); 0: not paged.
     kv_block_tokens: int = 0
+    # vLLM: pages in one GPU's pool, and how its layer groups draw on them (what
+    # the scheduler admits by); 0 and None: not paged.
+    kv_pool_pages: int = 0
+    kv_pool: VllmPool | None = None

@@ -254,7 +254,7 @@ def estimate_json(est: Estimate) -> dict[str, Any]:
         "quant": est.quant,
         "runtime": est.runtime,
         "kv_dtype": est.kv_dtype,
-        **asdict(est.result),
+        **{k: v for k, v in asdict(est.result).items() if k != "kv_pool"},
         **(est.serving or {}),
     }
 

@@ -48,30 +48,46 @@ def scheduler(
     cap: CapacityResult,
     max_num_seqs: int | None = None,
     max_num_batched_tokens: int | None = None,
+    request_tokens: int = 0,
 ) -> Scheduler:
     """The scheduler's limits for a costed config.
 
     vLLM pages the whole KV budget in blocks and admits by the blocks a
     request holds; llama.cpp splits it into ``cap.slots`` slots of the full
     context each. Explicit ``max_num_seqs`` / ``max_num_batched_tokens`` replace
-    the defaults.
+    the defaults. ``request_tokens``: the KV tokens a request of the profile
+    ends with, for which a hybrid pool is converted (:func:`pool_blocks`).
     """
     if runtime.scheduler == "vllm":
         seqs, tokens = batch_defaults(runtime, device)
         tokens = max_num_batched_tokens or tokens
         seqs = min(max_num_seqs or seqs, tokens)
-        # vLLM's own pool count (its "GPU KV cache size" line) in its own pages. For
-        # sliding-window and hybrid models that count is full-attention-equivalent:
-        # it charges every layer group by length, so it understates what their
-        # pool really holds and their concurrency here errs low.
         block = cap.kv_block_tokens or runtime.block_tokens
-        blocks = max(cap.kv_capacity_tokens, 0) // block
+        blocks = pool_blocks(cap, max(cap.kv_capacity_tokens, 0) // block, request_tokens)
         return Scheduler(Policy.VLLM, int(blocks), block, seqs, tokens, tokens, cap.context_tokens)
     slots = max(max_num_seqs or cap.slots, 0) if max_num_seqs is None else max_num_seqs
     batch = max_num_batched_tokens or runtime.n_batch
     return Scheduler(
         Policy.LLAMA_CPP, 0, 1, slots, batch, min(runtime.n_ubatch, batch), cap.context_tokens
     )
+
+
+def pool_blocks(cap: CapacityResult, reported_blocks: int, request_tokens: int) -> int:
+    """VLLM's pool as the blocks the serving loop admits by, for requests of ``request_tokens``.
+
+    The loop charges a request one block per ``block`` tokens, as a model of
+    full-attention layers only costs. vLLM's hybrid manager charges a
+    sliding-window or chunked layer group only the pages inside its window and
+    a state group one page (:meth:`~backpressure.engine.kv_pool.VllmPool.held_pages`),
+    and its "GPU KV cache size" line (``reported_blocks`` blocks of it) counts
+    the pool as if every group grew with length. So the pool's pages are
+    converted at the profile's length: as many such requests fit as in vLLM.
+    Without a profile or a pool, ``reported_blocks``.
+    """
+    pool = cap.kv_pool
+    if pool is None or request_tokens <= 0 or len(pool.kinds) < 2:
+        return reported_blocks
+    return pool.full_equivalent_blocks(reported_blocks * pool.groups, request_tokens)
 
 
 def all_reduce(
@@ -254,7 +270,10 @@ def step_cost(
         request_overhead_s=constants.request_overhead_s.get(runtime.scheduler, 0.0),
         request_latency_s=constants.request_latency_s.get(runtime.scheduler, 0.0),
         expert_flops_per_token=routed_flops,
-        moe_flops_per_s=(moe_eff or compute_eff) * flops,
+        # unused without routed experts: the dense rate there, so a refit of the MoE
+        # rate leaves dense servers (and their arrival seeds) as they were
+        moe_flops_per_s=(moe_eff if moe_eff is not None and routed_flops > 0.0 else compute_eff)
+        * flops,
         dispatch_s=dispatch,
         dispatch_s_per_token=dispatch_token,
         host_overlaps=host_overlaps(runtime.scheduler, runtime.version),
@@ -320,7 +339,9 @@ def server(
     cost = step_cost(device, runtime, fmt, constants, arch, cap)
     if cost is None or not cap.fits:
         return None
-    sched = scheduler(runtime, device, cap, max_num_seqs, max_num_batched_tokens)
+    sched = scheduler(
+        runtime, device, cap, max_num_seqs, max_num_batched_tokens, prompt + output - 1
+    )
     held = requests_held(sched, prompt, output)
     if held < 1:
         return None

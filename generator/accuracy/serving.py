@@ -32,7 +32,7 @@ from backpressure.engine.rng import Mulberry32
 from backpressure.engine.serving import kernel
 from backpressure.engine.serving.model import Policy, Server, StepCost
 from backpressure.engine.serving.run import Run, serve
-from backpressure.engine.serving.spec import host_overlaps, server
+from backpressure.engine.serving.spec import host_overlaps, pool_blocks, server
 from backpressure.engine.sim.libm import ln
 from backpressure.generator import resolve
 from backpressure.generator.accuracy.rows import DATA, data_rows, read_cases
@@ -432,7 +432,9 @@ def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Rep
     if kv_tokens is None and case.kv_bytes is not None:
         kv_tokens = int(case.kv_bytes // max(cap.kv_bytes_per_token, 1))
     if kv_tokens is not None and srv.scheduler.policy is Policy.VLLM:
-        blocks = kv_tokens // srv.scheduler.block_tokens
+        blocks = pool_blocks(
+            cap, kv_tokens // srv.scheduler.block_tokens, case.prompt + case.output - 1
+        )
         srv = replace(srv, scheduler=replace(srv.scheduler, kv_blocks=blocks))
     n = case.requests
     arrival = np.zeros(n) if case.rate is None else _arrivals(case)
