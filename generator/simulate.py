@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from backpressure.catalog.scenario import (
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.rng import mulberry32
 from backpressure.engine.serving.model import Scheduler, StepCost
-from backpressure.engine.serving.spec import requests_held
+from backpressure.engine.serving.spec import pool_blocks, requests_held
 from backpressure.engine.sim.model import TICK_S, LlmSpec, NodeKind, NodeSpec, Rules, SimSpec
 from backpressure.engine.sim.queueing import Discipline
 from backpressure.engine.sim.records import RunReport, SweepReport, TickRow
@@ -209,7 +209,9 @@ def from_served(
         return None, "the model does not fit: no slots at this context"
     if served.cost is None:
         return None, "no bandwidth or FLOPS figure for this device: no step cost"
-    held = requests_held(sched, prompt_tokens, output_tokens)
+    # a hybrid pool holds requests of this profile by what its layer groups keep
+    blocks = pool_blocks(cap, sched.kv_blocks, prompt_tokens + output_tokens - 1)
+    held = requests_held(replace(sched, kv_blocks=blocks), prompt_tokens, output_tokens)
     if held < 1:
         return None, "the model does not fit: no room for one request of this profile"
     spec = LlmSpec(

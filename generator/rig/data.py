@@ -35,6 +35,7 @@ from backpressure.generator.site.escape import json_text
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
+    from backpressure.engine.results import CapacityResult
     from backpressure.generator.site.publish.cache import RenderCache
 
 DATA_MODULE = "backpressure.generator.rig.data"
@@ -130,6 +131,22 @@ def config_entry(served: Served) -> list[int] | None:
     ]
 
 
+# vLLM's layer-group kinds as the browser's pool conversion numbers them
+POOL_KINDS = {"full": 0, "sliding": 1, "chunked": 2, "state": 3}
+
+
+def pool_groups(cap: CapacityResult) -> list[list[int]]:
+    """A hybrid vLLM pool's layer groups as ``[kind, groups, window]`` rows.
+
+    Empty for a pool of one kind, whose blocks are admitted as they are
+    (:func:`~backpressure.engine.serving.spec.pool_blocks`).
+    """
+    pool = cap.kv_pool
+    if pool is None or len(pool.kinds) < 2:
+        return []
+    return [[POOL_KINDS[kind.split(":")[0]], g, window] for kind, g, window in pool.kinds]
+
+
 def device_json(cat: Catalog, device: str, rows: Iterable[ConfigRef]) -> dict[str, Any]:
     """Every fitting config of one device: step cost per model and quant, limits per context.
 
@@ -155,6 +172,7 @@ def device_json(cat: Catalog, device: str, rows: Iterable[ConfigRef]) -> dict[st
                     served.cost.experts_per_token,
                     served.cost.expert_pair_below,
                 ],
+                "pool": pool_groups(served.capacity),
                 "contexts": {},
             },
         )

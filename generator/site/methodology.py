@@ -97,7 +97,6 @@ def _shown(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
-
 def methodology_context(cat: Catalog) -> dict[str, Any]:
     """Calibration constants, quant bits, runtime profiles, settings and the band table."""
     heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value

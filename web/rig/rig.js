@@ -3,7 +3,7 @@
 // (grammar), generator/rig/fields.py (field checks) and generator/rig/build.py
 // (the spec), with the same rules and the same error messages.
 
-import { requestsHeld } from './engine/step.js';
+import { poolBlocks, requestsHeld } from './engine/step.js';
 
 export class RigError extends Error {}
 
@@ -378,7 +378,8 @@ function llmOf(node, p, devices) {
     throw new RigError(`${node.name}.config: no config '${p.config}' that fits in the catalog`);
   }
   const [policy, kvBlocks, blockTokens, maxSeqs, batched, ubatch] = limits;
-  const held = requestsHeld(policy, kvBlocks, blockTokens, maxSeqs, p.prompt_tokens, p.output_tokens);
+  const blocks = poolBlocks(entry.pool, blockTokens, kvBlocks, p.prompt_tokens + p.output_tokens - 1);
+  const held = requestsHeld(policy, blocks, blockTokens, maxSeqs, p.prompt_tokens, p.output_tokens);
   if (held < 1) {
     throw new RigError(`${node.name}.config: the model does not fit: no room for one request of this profile`);
   }

@@ -37,6 +37,8 @@ CONFIGS = (
     ("h100-sxm--mixtral-8x7b--fp8--32k", "vllm"),
     ("2x-rtx-4090--llama-3.3-70b--q4_k_m--8k", "llama.cpp"),
     ("m2-ultra-192gb--mixtral-8x7b--q4_k_m--8k", "llama.cpp"),
+    # sliding-window layers: vLLM's hybrid pool, converted at each node's profile
+    ("h100-sxm--gpt-oss-20b--mxfp4--32k", "vllm"),
 )
 PARTS = ("app-tier", "postgres", "queue", "llm-server")
 

@@ -126,6 +126,26 @@ export function firstTokenS(llm, inflight) {
 
 // vLLM admits by the blocks a request holds; llama.cpp by its slots
 // (engine/serving/spec.py requests_held).
+// vLLM's hybrid pool as blocks of a full-attention pool for requests of `tokens`
+// (engine/serving/spec.py pool_blocks): `groups` rows [kind, groups, window],
+// kind 0 full, 1 sliding, 2 chunked, 3 state.
+export function poolBlocks(groups, blockTokens, reported, tokens) {
+  if (!groups || groups.length < 2 || tokens <= 0) return reported;
+  const full = Math.ceil(tokens / blockTokens);
+  let count = 0;
+  let held = 0;
+  for (const [kind, g, window] of groups) {
+    let pages = full;
+    if (kind === 3) pages = 1;
+    else if (kind === 1) pages = Math.min(full, Math.ceil((window - 1) / blockTokens) + 1);
+    else if (kind === 2) pages = Math.min(full, Math.ceil(window / blockTokens));
+    count += g;
+    held += g * pages;
+  }
+  if (held <= 0) return reported * count;
+  return idiv(reported * count * full, held);
+}
+
 export function requestsHeld(policy, kvBlocks, blockTokens, maxSeqs, prompt, output) {
   if (policy === 1) return maxSeqs;
   const perRequest = Math.ceil((prompt + output - 1) / blockTokens);
