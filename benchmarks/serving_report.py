@@ -28,6 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.engine.serving.step import MAX_MAT_VEC as MAT_VEC_MAX
 from backpressure.engine.serving.step import expert_reads
 from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.page import PAGE_BAND_CAP, all_points, peers_context
@@ -200,14 +201,15 @@ def implied_expert_reads(cat: Catalog) -> list[str]:
     What a step's measured time leaves, after its fixed per-pass cost and the
     dense weights and KV it reads at the priced bandwidth, divided by one
     expert's bytes over all MoE layers: the experts it read per layer, if
-    bandwidth alone set the rest. One line per device and model, from 8
-    sequences up (where routing decides how many experts a step reads).
+    bandwidth alone set the rest. One line per device and model, above the
+    token counts where llama.cpp runs mat-vec kernels (each weight read once a
+    pass from there on).
     """
     cases, _ = batched.load_batched(cat)
     ratios: dict[tuple[str, str], dict[int, list[float]]] = {}
     for case in cases:
         got = batched.cost_for(cat, case)
-        if got is None or got[0].num_experts <= 0 or case.batch < 8:
+        if got is None or got[0].num_experts <= 0 or case.batch <= MAT_VEC_MAX:
             continue
         cost = got[0]
         step_s = case.measured["tpot_ms"] / 1e3 - cost.pass_overhead_s
@@ -221,8 +223,9 @@ def implied_expert_reads(cat: Catalog) -> list[str]:
         by_batch.setdefault(case.batch, []).append(read / priced)
     lines = [
         "",
-        "MoE decode steps of llama-batched-bench (both halves), from 8 sequences up: experts per",
-        "layer the measured step time implies (bandwidth alone setting the rest) over those priced",
+        "MoE decode steps of llama-batched-bench (both halves), above "
+        f"{MAT_VEC_MAX} sequences: experts per layer",
+        "the measured step time implies (bandwidth alone setting the rest) over those priced",
         "(median over prompt lengths; batched-bench feeds random token ids):",
     ]
     for (gpu, model), by_batch in sorted(ratios.items()):
@@ -234,7 +237,7 @@ def implied_expert_reads(cat: Catalog) -> list[str]:
         "Under 1, the steps read fewer distinct experts than uniform routing gives (routing",
         "concentrated on some experts); over 1, they take longer than their reads explain. The",
         "engine prices uniform routing (served prompts route differently from random ids), so",
-        "these are the llama.cpp MoE misses above, left as they are.",
+        "these are the llama.cpp MoE errors above, left as they are.",
     ]
     return lines
 

@@ -212,6 +212,16 @@ class Quant(Entity):
         min_length=1,
         description="Runtime ids that serve this format, in order of preference.",
     )
+    metal_ext_min_tokens: Int | None = Field(
+        default=None,
+        ge=2,
+        le=8,
+        description=(
+            "llama.cpp on Metal: fewest tokens a pass needs for the small-batch mat-vec "
+            "kernel that reads a weight once for several tokens; unset = none for this "
+            "format (each token's column reads the weights again) [tokens]."
+        ),
+    )
 
 
 class KvDtype(Entity):
@@ -397,6 +407,28 @@ class Runtime(Entity):
         description=(
             "Per platform: below this many tokens in a forward pass the MoE kernel reads one "
             "expert per (token, chosen expert) pair, not each distinct expert once [tokens]."
+        ),
+    )
+    metal_ext_columns: dict[Tokens, Tokens] | None = Field(
+        default=None,
+        description=(
+            "llama.cpp on Metal: for each token count of a pass up to the mat-vec limit, "
+            "the tokens one read of a weight serves in the small-batch kernel [tokens]."
+        ),
+    )
+    metal_ext_row_multiple: Int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="llama.cpp on Metal: the small-batch kernel needs rows a multiple of this [-].",
+    )
+    metal_tile_tokens: Int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description=(
+            "llama.cpp on Metal: tokens a matrix-matrix tile computes, filled or not, "
+            "above the mat-vec limit [tokens]."
         ),
     )
     mxfp4_rest_bits_per_weight: Float | None = Field(

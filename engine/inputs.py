@@ -83,6 +83,12 @@ class Runtime:
     # kernel streams one expert per (token, chosen expert) pair instead of each
     # distinct expert once (llama.cpp's Metal backend: 32). Absent: never.
     expert_pair_reads_below: tuple[tuple[str, int], ...] = ()
+    # llama.cpp on Metal: tokens one weight read serves in the small-batch mat-vec
+    # kernel, by tokens of the pass (index 0 unused; empty: no such kernel); the
+    # row multiple it needs; the tokens a matrix-matrix tile computes above it.
+    metal_ext_columns: tuple[int, ...] = ()
+    metal_ext_row_multiple: int = 0
+    metal_tile_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +102,9 @@ class WeightFormat:
     # MXFP4 checkpoints quantize only the routed experts; every other weight
     # stays at ``embedding_bits`` (16 when unset).
     experts_only: bool = False
+    # llama.cpp on Metal: fewest tokens of a pass its small-batch mat-vec kernel
+    # takes for this format (0: none, every token's column reads the weights).
+    metal_ext_min_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

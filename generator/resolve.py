@@ -155,7 +155,20 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         mxfp4_rest_bits=entry.mxfp4_rest_bits_per_weight or 0.0,
         expert_parallel=bool(entry.expert_parallel),
         expert_pair_reads_below=tuple(sorted((entry.expert_pair_reads_below or {}).items())),
+        metal_ext_columns=_columns(entry.metal_ext_columns),
+        metal_ext_row_multiple=entry.metal_ext_row_multiple or 0,
+        metal_tile_tokens=entry.metal_tile_tokens or 0,
     )
+
+
+def _columns(by_tokens: dict[int, int] | None) -> tuple[int, ...]:
+    """``{tokens: columns}`` as a tuple indexed by tokens (0 where none is given)."""
+    if not by_tokens:
+        return ()
+    out = [0] * (max(by_tokens) + 1)
+    for tokens, columns in by_tokens.items():
+        out[tokens] = columns
+    return tuple(out)
 
 
 def weight_format(quant: Quant, compute: Compute | None = None) -> WeightFormat:
@@ -173,6 +186,7 @@ def weight_format(quant: Quant, compute: Compute | None = None) -> WeightFormat:
         embedding_bits=quant.embedding_bits_per_weight,
         fp8_compute=low,
         experts_only=quant.format == "mxfp4",
+        metal_ext_min_tokens=quant.metal_ext_min_tokens or 0,
     )
 
 

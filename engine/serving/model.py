@@ -57,7 +57,7 @@ class Scheduler:
 # Fields added after the sweep's arrival seeds were keyed by this record's repr
 # (generator.sweep.rig.serving_key): left out of it while at their default, so a
 # new field that changes nothing leaves every seed, and every published rate, as it was.
-LATE_FIELDS = ("expert_pair_below",)
+LATE_FIELDS = ("expert_pair_below", "mat_vec_columns", "ext_from", "tile_tokens")
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -152,6 +152,16 @@ class StepCost:
         Below this many tokens in a pass the runtime's MoE kernel streams one
         expert per (token, chosen expert) pair, ``t k`` expert reads, instead of
         each distinct expert once (llama.cpp on Metal: 32); 0: never.
+    mat_vec_columns : tuple of int
+        Up to ``len - 1`` tokens a pass runs a mat-vec kernel, whose read of a
+        dense weight serves ``mat_vec_columns[t]`` tokens from ``ext_from`` tokens
+        on, and one token below (llama.cpp on Metal); empty: one read a pass.
+    ext_from : int
+        Fewest tokens of a pass the small-batch kernel takes for these weights
+        and this model's rows; 0: never (each token's column reads them).
+    tile_tokens : int
+        Above the mat-vec limit, the tokens a matrix tile computes whether
+        filled or not: a pass computes whole tiles [tokens]; 0: its tokens.
     host_overlaps : bool
         Whether the host's work for a step runs while the device computes the
         previous one (llama.cpp), so the slower binds, or before and after the
@@ -185,6 +195,9 @@ class StepCost:
     host_overlaps: bool = True
     window_attn_flops_per_pair: float = 0.0
     expert_pair_below: int = 0
+    mat_vec_columns: tuple[int, ...] = ()
+    ext_from: int = 0
+    tile_tokens: int = 0
 
     def __repr__(self) -> str:
         shown = (

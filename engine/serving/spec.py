@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import parallel, pass_overhead_s, peak_flops
@@ -280,7 +281,29 @@ def step_cost(
         expert_pair_below=dict(runtime.expert_pair_reads_below).get(platform, 0)
         if experts is not None
         else 0,
+        **metal_kernels(runtime, fmt, hidden, platform),
     )
+
+
+def metal_kernels(
+    runtime: Runtime, fmt: WeightFormat, hidden: int, platform: str
+) -> dict[str, Any]:
+    """The :class:`StepCost` fields of llama.cpp's Metal matrix kernels; none elsewhere.
+
+    Up to 8 tokens a pass runs mat-vec kernels: the small-batch one reads each
+    weight once for several tokens where the weights' format has it and the
+    rows are a multiple of ``metal_ext_row_multiple``; otherwise every token's
+    column reads the weights again. Above that, matrix tiles of
+    ``metal_tile_tokens`` tokens compute whole.
+    """
+    if platform != "apple" or not runtime.metal_ext_columns:
+        return {}
+    rows_ok = runtime.metal_ext_row_multiple <= 0 or hidden % runtime.metal_ext_row_multiple == 0
+    return {
+        "mat_vec_columns": runtime.metal_ext_columns,
+        "ext_from": fmt.metal_ext_min_tokens if rows_ok else 0,
+        "tile_tokens": runtime.metal_tile_tokens,
+    }
 
 
 def host_overlaps(scheduler: str, version: str) -> bool:

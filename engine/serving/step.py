@@ -35,7 +35,12 @@ FLOPS_TOKEN, FLOPS_PAIR, FLOPS, PASS_S, STEP_S, AR_S, AR_TOKEN_S = 6, 7, 8, 9, 1
 SEQ_S, REQUEST_S, LATENCY_S, STATE = 13, 14, 15, 16
 EXPERT_FLOPS_TOKEN, MOE_FLOPS, A2A_S, A2A_TOKEN_S, HOST_SERIAL = 17, 18, 19, 20, 21
 FLOPS_PAIR_WINDOW = 22
-COST_FIELDS = 23
+# llama.cpp's Metal kernels (StepCost.mat_vec_columns, ext_from, tile_tokens): the
+# mat-vec limit, the small-batch kernel's first token count, the tile, and the
+# tokens one weight read serves for passes of 2 .. MAX_MAT_VEC tokens
+MAT_VEC_MAX, EXT_FROM, TILE, EXT_COLUMNS = 23, 24, 25, 26
+MAX_MAT_VEC = 8
+COST_FIELDS = EXT_COLUMNS + MAX_MAT_VEC - 1
 MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
 
 
@@ -66,6 +71,12 @@ def pack(cost: StepCost) -> Array:
     out[A2A_TOKEN_S] = cost.dispatch_s_per_token
     out[HOST_SERIAL] = 0.0 if cost.host_overlaps else 1.0
     out[FLOPS_PAIR_WINDOW] = cost.window_attn_flops_per_pair
+    columns = cost.mat_vec_columns[: MAX_MAT_VEC + 1]
+    out[MAT_VEC_MAX] = max(len(columns) - 1, 0)
+    out[EXT_FROM] = cost.ext_from
+    out[TILE] = cost.tile_tokens
+    for t in range(2, len(columns)):
+        out[EXT_COLUMNS + t - 2] = columns[t]
     out.flags.writeable = False
     return out
 
@@ -191,7 +202,25 @@ def step_parts(
     if tokens <= 0:
         return 0.0, HOST
     per_pass = tokens if passes == 1 else (tokens + passes - 1) // passes  # one pass: no division
-    weights = passes * (cost[W_DENSE] + cost[W_EXPERT] * experts[per_pass])
+    dense = cost[W_DENSE]
+    computed = tokens
+    mat_vec = int(cost[MAT_VEC_MAX])
+    if mat_vec > 0:
+        # llama.cpp on Metal: up to the mat-vec limit a read of the dense weights
+        # serves the small-batch kernel's columns, or one token's; above it a
+        # pass computes whole tiles
+        if 2 <= per_pass <= mat_vec:
+            reads = per_pass
+            ext = int(cost[EXT_FROM])
+            if ext > 0 and per_pass >= ext:
+                columns = int(cost[EXT_COLUMNS + per_pass - 2])
+                reads = (per_pass + columns - 1) // columns
+            dense = dense * reads
+        elif per_pass > mat_vec:
+            tile = int(cost[TILE])
+            if tile > 0:
+                computed = max(tokens, passes * ((per_pass + tile - 1) // tile) * tile)
+    weights = passes * (dense + cost[W_EXPERT] * experts[per_pass])
     window = cost[WINDOW]
     windowed = kv_tokens if window <= 0.0 else min(kv_tokens, decode * window)
     kv = (kv_tokens + prefix_tokens) * cost[KV_FULL] + (windowed + prefix_tokens) * cost[KV_WINDOW]
@@ -200,7 +229,7 @@ def step_parts(
     if window > 0.0:
         # a windowed layer's query meets at most `window` keys
         attention += cost[FLOPS_PAIR_WINDOW] * (windowed + min(pairs, prefill * window))
-    compute = (cost[FLOPS_TOKEN] * tokens + attention) / cost[FLOPS]
+    compute = (cost[FLOPS_TOKEN] * computed + attention) / cost[FLOPS]
     if cost[EXPERT_FLOPS_TOKEN] > 0.0:
         # the grouped expert GEMMs run after the dense ones, at their own rate
         compute = compute + cost[EXPERT_FLOPS_TOKEN] * tokens / cost[MOE_FLOPS]

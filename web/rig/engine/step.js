@@ -25,7 +25,13 @@ const A2A_S = 19;
 const A2A_TOKEN_S = 20;
 const HOST_SERIAL = 21;
 const FLOPS_PAIR_WINDOW = 22;
-export const COST_FIELDS = 23;
+// llama.cpp's Metal kernels: the mat-vec limit, the small-batch kernel's first
+// token count, the tile, and the tokens one weight read serves for 2 .. 8 tokens
+const MAT_VEC_MAX = 23;
+const EXT_FROM = 24;
+const TILE = 25;
+const EXT_COLUMNS = 26;
+export const COST_FIELDS = 33;
 
 const SEQ_DUST = 1e-9;
 
@@ -64,7 +70,26 @@ export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens,
   const tokens = decode + prefill;
   if (tokens <= 0) return 0.0;
   const perPass = idiv(tokens + passes - 1, passes);
-  const weights = passes * (cost[W_DENSE] + cost[W_EXPERT] * experts[perPass]);
+  let dense = cost[W_DENSE];
+  let computed = tokens;
+  const matVec = cost[MAT_VEC_MAX];
+  if (matVec > 0) {
+    // llama.cpp on Metal (engine/serving/step.py step_parts): dense weight reads of
+    // the mat-vec kernels up to the limit, whole tiles above it
+    if (perPass >= 2 && perPass <= matVec) {
+      let reads = perPass;
+      const ext = cost[EXT_FROM];
+      if (ext > 0 && perPass >= ext) {
+        const columns = cost[EXT_COLUMNS + perPass - 2];
+        reads = idiv(perPass + columns - 1, columns);
+      }
+      dense = dense * reads;
+    } else if (perPass > matVec) {
+      const tile = cost[TILE];
+      if (tile > 0) computed = Math.max(tokens, passes * idiv(perPass + tile - 1, tile) * tile);
+    }
+  }
+  const weights = passes * (dense + cost[W_EXPERT] * experts[perPass]);
   const window = cost[WINDOW];
   const windowed = window <= 0.0 ? kvTokens : Math.min(kvTokens, decode * window);
   const kv =
@@ -75,7 +100,7 @@ export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens,
     // a windowed layer's query meets at most `window` keys
     attention += cost[FLOPS_PAIR_WINDOW] * (windowed + Math.min(pairs, prefill * window));
   }
-  let compute = (cost[FLOPS_TOKEN] * tokens + attention) / cost[FLOPS];
+  let compute = (cost[FLOPS_TOKEN] * computed + attention) / cost[FLOPS];
   if (cost[EXPERT_FLOPS_TOKEN] > 0.0) {
     // the grouped expert GEMMs run after the dense ones, at their own rate
     compute = compute + (cost[EXPERT_FLOPS_TOKEN] * tokens) / cost[MOE_FLOPS];
