@@ -28,7 +28,8 @@ def _decode_s(cost: StepCost, batch: int) -> float:
 
 def test_the_small_batch_kernel_reads_weights_once_per_column_group() -> None:
     cost = _cost("m2-ultra-192gb", "qwen2.5-7b", "q8_0")  # Q8_0, 3,584-wide rows
-    assert cost.ext_from == 2 and cost.tile_tokens == 32
+    assert cost.ext_from == 2
+    assert cost.tile_tokens == 32
     read_s = cost.weight_bytes / cost.bandwidth_bytes_per_s
     # 5 tokens: one read (5 columns); 6 tokens: two (3 + 3)
     assert _decode_s(cost, 6) - _decode_s(cost, 5) == pytest.approx(read_s, rel=0.02)
