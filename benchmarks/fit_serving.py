@@ -38,7 +38,7 @@ from dataclasses import replace
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
-from backpressure.engine.serving.spec import compute_efficiency
+from backpressure.engine.serving.spec import bandwidth_factor, compute_efficiency
 from backpressure.generator import resolve
 from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.serving import (
@@ -54,10 +54,15 @@ from backpressure.generator.accuracy.serving import (
 # Hopper, whose datasheet peak the fit half's H100 runs reach a far smaller share of than
 # the A100 runs reach of theirs. Every other generation takes the common figure.
 GENERATIONS = ("hopper",)
+# Generations with a decode bandwidth share of their own (serving_bandwidth_factor_vllm_<gen>):
+# Ampere, whose batch-1 vLLM decode rows (benchmarks/calibration-report.txt) reach a far
+# smaller share of the datasheet bandwidth than llama-bench's do.
+BW_GENERATIONS = ("ampere",)
 STEPS = {
     "mfu": 0.1,
     "mfu_hopper": 0.1,
     "bw": 0.1,
+    "bw_ampere": 0.1,
     "step": 1e-3,
     "seq": 20e-6,
     "request": 4e-3,
@@ -67,6 +72,7 @@ START = {
     "mfu": 0.6,
     "mfu_hopper": 0.6,
     "bw": 1.0,
+    "bw_ampere": 1.0,
     "step": 1e-3,
     "seq": 20e-6,
     "request": 5e-3,
@@ -76,6 +82,7 @@ BOUNDS = {
     "mfu": (0.1, 0.95),
     "mfu_hopper": (0.1, 0.95),
     "bw": (0.4, 1.1),
+    "bw_ampere": (0.4, 1.1),
     "step": (0.0, 20e-3),
     "seq": (0.0, 1e-3),
     "request": (0.0, 0.1),
@@ -129,6 +136,17 @@ def mfu_key(cat: Catalog, case: Case) -> str:
     return f"mfu_{generation}" if generation in GENERATIONS else "mfu"
 
 
+def bw_key(cat: Catalog, case: Case) -> str:
+    """The theta key of the bandwidth share a case's GPU takes."""
+    generation = cat.gpus[case.gpu].generation
+    return f"bw_{generation}" if generation in BW_GENERATIONS else "bw"
+
+
+def current_bw(cat: Catalog, constants: Constants, case: Case) -> float:
+    """The bandwidth share the catalog gives the case's GPU now (its cost was built with it)."""
+    return bandwidth_factor(constants, "vllm", cat.gpus[case.gpu].generation)
+
+
 def split_experts(case: Case) -> bool:
     """Whether the case's experts are split across tensor-parallel GPUs (vLLM's default)."""
     return case.gpus > 1 and not case.expert_parallel
@@ -140,13 +158,18 @@ def current_mfu(cat: Catalog, constants: Constants, case: Case) -> float:
 
 
 def cost_with(
-    base: StepCost, mfu0: float, bw0: float, theta: dict[str, float], mfu: str = "mfu"
+    base: StepCost,
+    mfu0: float,
+    bw0: float,
+    theta: dict[str, float],
+    mfu: str = "mfu",
+    bw: str = "bw",
 ) -> StepCost:
-    """A case's step cost with the fitted constants replaced (``mfu``: its efficiency's key)."""
+    """A case's step cost with the fitted constants replaced (``mfu``, ``bw``: its keys)."""
     return replace(
         base,
         flops_per_s=base.flops_per_s / mfu0 * theta[mfu],
-        bandwidth_bytes_per_s=base.bandwidth_bytes_per_s / bw0 * theta["bw"],
+        bandwidth_bytes_per_s=base.bandwidth_bytes_per_s / bw0 * theta[bw],
         step_overhead_s=theta["step"],
         seq_overhead_s=theta["seq"],
         request_overhead_s=theta["request"],
@@ -159,10 +182,16 @@ def errors(
 ) -> list[tuple[Case, str, float]]:
     """(case, metric, log error) for every measured metric."""
     k = resolve.constants(cat)
-    bw0 = k.serving_bandwidth_factor["vllm"]
     out = []
     for c, p in prepared:
-        cost = cost_with(p.server.cost, current_mfu(cat, k, c), bw0, theta, mfu_key(cat, c))
+        cost = cost_with(
+            p.server.cost,
+            current_mfu(cat, k, c),
+            current_bw(cat, k, c),
+            theta,
+            mfu_key(cat, c),
+            bw_key(cat, c),
+        )
         pred = run_replay(p, cost)
         for m in METRICS:
             if m in c.measured and m in pred and math.isfinite(pred[m]) and pred[m] > 0:
@@ -196,7 +225,6 @@ def fit_moe(
     expert compute of each case's step cost by the value tried.
     """
     k = resolve.constants(cat)
-    bw0 = k.serving_bandwidth_factor["vllm"]
     weight: dict[str, int] = {}
     for c, _ in prepared:
         weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
@@ -204,7 +232,14 @@ def fit_moe(
     def loss(eff: float) -> float:
         num = den = 0.0
         for c, p in prepared:
-            base = cost_with(p.server.cost, current_mfu(cat, k, c), bw0, theta, mfu_key(cat, c))
+            base = cost_with(
+                p.server.cost,
+                current_mfu(cat, k, c),
+                current_bw(cat, k, c),
+                theta,
+                mfu_key(cat, c),
+                bw_key(cat, c),
+            )
             pred = run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
             for m in METRICS:
                 if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:

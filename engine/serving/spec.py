@@ -172,6 +172,16 @@ def compute_efficiency(constants: Constants, scheduler: str, generation: str) ->
     )
 
 
+def bandwidth_factor(constants: Constants, scheduler: str, generation: str) -> float:
+    """Share of llama-bench's decode bandwidth a step of this scheduler reaches on this generation.
+
+    A generation's own figure where one was fitted (``vllm_ampere``), else the
+    scheduler's, else 1.
+    """
+    by_scheduler = constants.serving_bandwidth_factor
+    return by_scheduler.get(f"{scheduler}_{generation}", by_scheduler.get(scheduler, 1.0))
+
+
 def moe_efficiency(constants: Constants, scheduler: str, split: bool) -> float | None:
     """Share of dense peak the routed-expert GEMMs reach; None: priced as dense GEMMs.
 
@@ -256,7 +266,7 @@ def step_cost(
         window_read_bytes_per_token=window_bytes,
         window=window,
         bandwidth_bytes_per_s=constants.bandwidth_efficiency[platform]
-        * constants.serving_bandwidth_factor.get(runtime.scheduler, 1.0)
+        * bandwidth_factor(constants, runtime.scheduler, device.generation)
         * device.bandwidth_bytes_per_s
         * gpus,
         flops_per_token=2.0 * streamed - routed_flops,
