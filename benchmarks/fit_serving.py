@@ -3,12 +3,13 @@
 The datasheets and llama-bench rows give bandwidth and per-layer costs; what
 they cannot give is what a busy vLLM server adds: the compute efficiency of a
 mixed step (one common figure, and Hopper's own: ``GENERATIONS``), the share of
-decode bandwidth it reaches, the host's fixed cost per step and per sequence in
-it, and the front end's cost and latency per request. This script searches those
-on the *fit*
-half of the dense vLLM V1 cases (curves chosen by hash, see
+decode bandwidth it reaches (one common figure, and Ampere's own:
+``BW_GENERATIONS``), the host's fixed cost per step and per sequence in it, and
+the front end's cost and latency per request. This script searches those on
+the *fit* half of the dense vLLM V1 cases (curves chosen by hash, see
 ``generator.accuracy.serving``), each curve weighing the same, minimising the
-mean |log(predicted / measured)| (each clipped at ``CLIP``) of TTFT, TPOT and output tokens/s. The
+mean |log(predicted / measured)| (each clipped at ``CLIP``) of TTFT, TPOT and
+output tokens/s. The
 runs are of vLLM releases that schedule a step, run it and take in its outputs
 before they schedule the next, so a step's host time adds to its device time
 (``StepCost.host_overlaps`` false; rows of releases with async scheduling on by
