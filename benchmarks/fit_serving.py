@@ -178,6 +178,20 @@ def cost_with(
     )
 
 
+def case_cost(
+    cat: Catalog, k: Constants, case: Case, rep: Replay, theta: dict[str, float]
+) -> StepCost:
+    """The case's step cost under ``theta``, its GPU generation's keys picked."""
+    return cost_with(
+        rep.server.cost,
+        current_mfu(cat, k, case),
+        current_bw(cat, k, case),
+        theta,
+        mfu_key(cat, case),
+        bw_key(cat, case),
+    )
+
+
 def errors(
     cat: Catalog, prepared: list[tuple[Case, Replay]], theta: dict[str, float]
 ) -> list[tuple[Case, str, float]]:
@@ -185,14 +199,7 @@ def errors(
     k = resolve.constants(cat)
     out = []
     for c, p in prepared:
-        cost = cost_with(
-            p.server.cost,
-            current_mfu(cat, k, c),
-            current_bw(cat, k, c),
-            theta,
-            mfu_key(cat, c),
-            bw_key(cat, c),
-        )
+        cost = case_cost(cat, k, c, p, theta)
         pred = run_replay(p, cost)
         for m in METRICS:
             if m in c.measured and m in pred and math.isfinite(pred[m]) and pred[m] > 0:
@@ -233,14 +240,7 @@ def fit_moe(
     def loss(eff: float) -> float:
         num = den = 0.0
         for c, p in prepared:
-            base = cost_with(
-                p.server.cost,
-                current_mfu(cat, k, c),
-                current_bw(cat, k, c),
-                theta,
-                mfu_key(cat, c),
-                bw_key(cat, c),
-            )
+            base = case_cost(cat, k, c, p, theta)
             pred = run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
             for m in METRICS:
                 if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:
