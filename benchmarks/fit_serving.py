@@ -163,8 +163,8 @@ def cost_with(
     mfu0: float,
     bw0: float,
     theta: dict[str, float],
-    mfu: str = "mfu",
-    bw: str = "bw",
+    mfu: str,
+    bw: str,
 ) -> StepCost:
     """A case's step cost with the fitted constants replaced (``mfu``, ``bw``: its keys)."""
     return replace(

@@ -28,8 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from backpressure.catalog.loader import Catalog, load_catalog
-from backpressure.engine.serving.step import MAX_MAT_VEC as MAT_VEC_MAX
-from backpressure.engine.serving.step import expert_reads
+from backpressure.engine.serving.step import MAX_MAT_VEC, expert_reads
 from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.page import PAGE_BAND_CAP, all_points, peers_context
 from backpressure.generator.accuracy.report import LABELS, Point, kind_of, quantile, summarise
@@ -209,7 +208,7 @@ def implied_expert_reads(cat: Catalog) -> list[str]:
     ratios: dict[tuple[str, str], dict[int, list[float]]] = {}
     for case in cases:
         got = batched.cost_for(cat, case)
-        if got is None or got[0].num_experts <= 0 or case.batch <= MAT_VEC_MAX:
+        if got is None or got[0].num_experts <= 0 or case.batch <= MAX_MAT_VEC:
             continue
         cost = got[0]
         step_s = case.measured["tpot_ms"] / 1e3 - cost.pass_overhead_s
@@ -224,7 +223,7 @@ def implied_expert_reads(cat: Catalog) -> list[str]:
     lines = [
         "",
         "MoE decode steps of llama-batched-bench (both halves), above "
-        f"{MAT_VEC_MAX} sequences: experts per layer",
+        f"{MAX_MAT_VEC} sequences: experts per layer",
         "the measured step time implies (bandwidth alone setting the rest) over those priced",
         "(median over prompt lengths; batched-bench feeds random token ids):",
     ]

@@ -262,14 +262,14 @@ def _memory(
     return _Memory(weights, per_token, per_request * repl, state * repl, "exact")
 
 
-def _pool_counts(mem: _Memory, budget: int, context: int, gpus: int) -> tuple[int, int]:
-    """(slots, KV tokens as the runtime reports them) for this budget."""
+def _pool_counts(mem: _Memory, budget: int, context: int, gpus: int) -> tuple[int, int, int]:
+    """(slots, KV tokens as the runtime reports them, vLLM's pages per GPU) for this budget."""
     if mem.pool is not None:
         per_gpu = max(0, budget) // gpus
         blocks = mem.pool.blocks(per_gpu)
-        return blocks // mem.pool.pages_per_request, mem.pool.reported_tokens(per_gpu)
+        return blocks // mem.pool.pages_per_request, mem.pool.reported_tokens(per_gpu), blocks
     tokens = max(0, math.floor(budget / (mem.per_request / context)))
-    return slot_count(budget, mem.per_request), tokens
+    return slot_count(budget, mem.per_request), tokens, 0
 
 
 def estimate(
@@ -312,7 +312,9 @@ def estimate(
     usable = usable_memory_bytes(device.memory_bytes, device.usable_memory_fraction) * device.count
     overhead = overhead_bytes(runtime, device, context)
     budget = usable - mem.weights - overhead
-    n_slots, capacity_tokens = _pool_counts(mem, budget, context, parallel(device, runtime))
+    n_slots, capacity_tokens, pool_pages = _pool_counts(
+        mem, budget, context, parallel(device, runtime)
+    )
     # The step reads what a stream holds: its KV up to the windows, and its state.
     held = cache_bytes_per_request(arch, kv_bytes_per_element, 0, context) if arch else 0
     held = held * kv_replication(device, runtime, arch) if arch else mem.per_request
@@ -379,8 +381,6 @@ def estimate(
         kv_layout=arch.layout() if arch is not None else "",
         runtime_version=runtime.version,
         kv_block_tokens=mem.pool.block if mem.pool is not None else 0,
-        kv_pool_pages=mem.pool.blocks(max(0, budget) // parallel(device, runtime))
-        if mem.pool is not None
-        else 0,
+        kv_pool_pages=pool_pages,
         kv_pool=mem.pool,
     )

@@ -176,7 +176,7 @@ def step_parts(
     cost : numpy.ndarray
         The packed :class:`StepCost` (:func:`pack`).
     experts : numpy.ndarray
-        :func:`distinct_experts` for the model, up to the largest pass.
+        :func:`expert_reads` for the model, up to the largest pass.
     decode : int
         Sequences that decode one token this step [-].
     kv_tokens : float
