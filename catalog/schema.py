@@ -32,6 +32,10 @@ from backpressure.catalog.prices import PurchasePrice, RentalPrice, one_default
 from backpressure.catalog.support import Format, Generation
 from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
+# Largest token count of llama.cpp's Metal small-batch (mat-vec-ext) kernel:
+# ggml-metal-ops.cpp ggml_metal_op_mul_mat, 'ne11 >= 2 && ne11 <= 8'
+METAL_MAT_VEC_MAX = 8
+
 __all__ = [
     "CALIBRATION_RANGES",
     "ID_PATTERN",
@@ -455,6 +459,19 @@ class Runtime(Entity):
         for field in need:
             if getattr(self, field) is None:
                 raise ValueError(f"{field}: required for runtime style '{self.style}'")
+        for tokens, columns in (self.metal_ext_columns or {}).items():
+            # ggml's small-batch kernel runs for 2..8 tokens a pass; the engine packs
+            # exactly that range, so a key outside it would be silently ignored
+            if not 2 <= tokens <= METAL_MAT_VEC_MAX:
+                raise ValueError(
+                    f"metal_ext_columns: token count {tokens} outside the small-batch "
+                    f"kernel's range 2..{METAL_MAT_VEC_MAX}"
+                )
+            if not 1 <= columns <= tokens:
+                raise ValueError(
+                    f"metal_ext_columns: {columns} columns for {tokens} tokens "
+                    "(one read serves 1 to that many tokens)"
+                )
         return self
 
 

@@ -250,3 +250,26 @@ def test_config_json_file_size_is_bounded(tmp_path):
     path.write_text('{"pad": "' + "x" * (2 << 20) + '"}')
     with pytest.raises(ConfigError, match="larger than"):
         read_config_json(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "expect"),
+    [
+        ("{2: 2, 9: 4}", "token count 9 outside the small-batch kernel's range 2..8"),
+        ("{1: 1}", "token count 1 outside"),
+        ("{6: 7}", "7 columns for 6 tokens"),
+    ],
+)
+def test_metal_kernel_columns_stay_in_the_kernels_range(root, value, expect):
+    set_line(root / "runtimes/llama.cpp.yaml", "metal_ext_columns", value)
+    [msg] = problems(root)
+    assert msg.startswith("catalog/runtimes/llama.cpp.yaml: entry "), msg
+    assert "metal_ext_columns" in msg
+    assert expect in msg
+
+
+def test_the_schemas_metal_range_is_the_one_the_engine_packs():
+    from backpressure.catalog.schema import METAL_MAT_VEC_MAX
+    from backpressure.engine.serving.step import MAX_MAT_VEC
+
+    assert METAL_MAT_VEC_MAX == MAX_MAT_VEC
