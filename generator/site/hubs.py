@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
-from backpressure.engine.kv import kv_bytes_per_token, kv_bytes_per_token_heuristic
+from backpressure.engine.kv import (
+    kv_bytes_per_token,
+    kv_bytes_per_token_heuristic,
+    state_bytes_per_request,
+)
+from backpressure.engine.units import MIB
 from backpressure.generator.records import ResultRow, context_label
 from backpressure.generator.resolve import AUTO_KV_BYTES
 from backpressure.generator.site.links import row_url
@@ -158,6 +163,11 @@ def model_facts(cat: Catalog, model: str) -> dict[str, Any]:
         "mla": a.mla_latent_dim,
         "windows": windows,
         "window_layers": sum(1 for w in a.window_per_layer if w),
+        "kv_layers": len(a.window_per_layer),
+        "recurrent": arch.recurrent,
+        # per sequence, whatever its length: vLLM keeps the model dtype, llama.cpp float32
+        "state_mib": state_bytes_per_request(arch, AUTO_KV_BYTES) / MIB,
+        "state_mib_f32": state_bytes_per_request(arch, 4) / MIB,
         "experts": arch.experts,
         "max_context": arch.max_context,
         "total": arch.total_params,

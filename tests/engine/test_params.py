@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from backpressure.catalog.hf_config import ConfigError, parse_config
+from backpressure.engine.kv import kv_bytes_per_token
 
 # Publishers round: "8B", "30.5B". 3 % covers rounding to the figures they print
 # (Kimi K2 "1T" is 1.026T computed, Mistral NeMo "12B" 12.25B, the largest gaps).
@@ -68,6 +69,16 @@ def test_new_architectures(cat):
     assert nxt.recurrent.layers == 36
     assert nxt.recurrent.state_elements == 32 * 128 * 128
     assert nxt.recurrent.conv_elements == 3 * (2 * 16 * 128 + 32 * 128)
+    # Granite 4.0-H Small: 4 attention layers (8 KV heads x 128), 36 Mamba-2 states of
+    # 128 heads x 64 x d_state 128 and a conv window of 3 x (8192 + 2 x 1 x 128)
+    granite = cat.archs["granite-4.0-h-small"]
+    assert granite.layout() == "4 full + 36 mamba"
+    assert kv_bytes_per_token(granite.attention, 2) == 2 * 4 * 8 * 128 * 2
+    assert granite.recurrent.state_elements == 128 * 64 * 128
+    assert granite.recurrent.conv_elements == 3 * (8192 + 2 * 128)
+    # IBM publishes 32B total / 9B activated
+    assert round(granite.total_params / 1e9) == 32
+    assert round(granite.active_params / 1e9) == 9
     # Kimi K2 is DeepSeek-V3's architecture: MLA latent 512 + 64
     assert cat.archs["kimi-k2"].attention.mla_latent_dim == 576
 

@@ -150,3 +150,23 @@ def test_pair_template_renders_a_row_per_config_with_its_anchor(model):
             assert html.count(f'<tr id="{row_anchor(r)}"') == 1, r.config_id
         assert html.count("<tr id=") == len(rows)
         assert html.count('">page</a>') == sum(r.fits for r in rows)
+
+
+def test_a_hybrid_models_page_says_which_layers_cache_and_what_the_rest_hold(cat):
+    from html import unescape
+
+    from backpressure.generator.site.hubs import model_context
+
+    env = render.make_env()
+    text = unescape(
+        env.get_template("pages/model.md.j2").render(
+            **model_context(cat, "granite-4.0-h-small", [])
+        )
+    )
+    assert "| layers with a KV cache | 4 of 40;" in text
+    # 36 layers x (128 x 64 x 128 state + 3 x 8448 conv) elements, 2 and 4 bytes each
+    per_seq = 36 * (128 * 64 * 128 + 3 * 8448)
+    assert f"| fixed-state layers | 36 Mamba-2: {per_seq * 2 / 2**20:.2f} MiB" in text
+    assert f"({per_seq * 4 / 2**20:.2f} MiB in llama.cpp" in text
+    dense = env.get_template("pages/model.md.j2").render(**model_context(cat, "llama-3.1-8b", []))
+    assert "fixed-state layers" not in dense
