@@ -459,6 +459,12 @@ class Runtime(Entity):
         for field in need:
             if getattr(self, field) is None:
                 raise ValueError(f"{field}: required for runtime style '{self.style}'")
+        given = sorted(self.metal_ext_columns or {})
+        if given and given != list(range(2, given[-1] + 1)):
+            raise ValueError(
+                f"metal_ext_columns: token counts {given} leave gaps; give every count "
+                f"from 2 to {given[-1]}"
+            )
         for tokens, columns in (self.metal_ext_columns or {}).items():
             # ggml's small-batch kernel runs for 2..8 tokens a pass; the engine packs
             # exactly that range, so a key outside it would be silently ignored

@@ -27,9 +27,11 @@ from backpressure.engine.ceilings import (
     StepModel,
     bandwidth_concurrency,
     binding_ceiling,
+    slow_batches,
     split_weight_bytes,
 )
 from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
+from backpressure.engine.kernels import NO_METAL, metal_kernels, pair_reads_below
 from backpressure.engine.kv import (
     cache_bytes_per_request,
     kv_bytes_per_token,
@@ -216,6 +218,8 @@ def _step_model(
         if flops
         else 0.0,
         state_bytes_per_stream=state_per_stream,
+        metal=metal_kernels(runtime, fmt, arch.hidden_size, platform) if arch else NO_METAL,
+        pair_reads_below=pair_reads_below(runtime, platform, experts is not None),
     )
 
 
@@ -329,10 +333,11 @@ def estimate(
         bw_conc: int | None = bandwidth_concurrency(
             step, per_stream_kv, constants.min_stream_tokens_per_s
         )
+        dips = slow_batches(step, per_stream_kv, constants.min_stream_tokens_per_s, bw_conc or 0)
         binding: Ceiling | None = binding_ceiling(n_slots, bw_conc or 0, step, per_stream_kv)
         effective = min(n_slots, max(bw_conc or 0, 1))
     else:
-        bw_conc, binding, effective = None, None, n_slots
+        bw_conc, binding, effective, dips = None, None, n_slots, ()
     band = error_band(
         device.memory_kind,
         total,
@@ -373,6 +378,7 @@ def estimate(
         if flops
         else None,
         bandwidth_concurrency=bw_conc,
+        bandwidth_slow_batches=dips,
         effective_concurrency=effective,
         binding_ceiling=binding,
         error_band_pct=band.pct,

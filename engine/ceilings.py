@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from backpressure.engine.arch import Experts
+from backpressure.engine.kernels import NO_METAL, MetalKernels
 from backpressure.engine.results import Ceiling
 
 
@@ -22,6 +23,11 @@ class StepModel:
     expert one of its tokens picked: ``distinct_experts(b)`` experts of
     ``expert_bytes`` each for a batch of b streams. Every stream adds its cached
     tokens' KV and, for linear-attention and Mamba layers, its recurrent state.
+
+    On Apple silicon under llama.cpp the Metal kernels change both reads for
+    small batches (:mod:`backpressure.engine.kernels`): the dense weights are
+    streamed once per group of columns, and below ``pair_reads_below`` streams
+    an expert is read for every (stream, chosen expert) pair.
     """
 
     dense_bytes: float
@@ -32,13 +38,25 @@ class StepModel:
     overhead_s: float
     compute_per_seq_s: float
     state_bytes_per_stream: float = 0.0
+    metal: MetalKernels = NO_METAL
+    pair_reads_below: int = 0
+
+    @property
+    def irregular_below(self) -> int:
+        """Batches below this may step faster than a smaller one (a kernel switch)."""
+        return max(self.pair_reads_below, self.metal.mat_vec_max + 1 if self.metal.columns else 0)
 
     def weight_bytes_at(self, batch: int) -> float:
         """Weight bytes one step reads for ``batch`` streams [bytes]."""
+        b = max(1, batch)
+        dense = self.dense_bytes * self.metal.dense_reads(b)
         if self.experts is None:
-            return self.dense_bytes
-        reads = self.experts.moe_layers * distinct_experts(self.experts, max(1, batch))
-        return self.dense_bytes + reads * self.expert_bytes
+            return dense
+        if 2 <= b < self.pair_reads_below:
+            per_layer = float(b * self.experts.experts_per_token)
+        else:
+            per_layer = distinct_experts(self.experts, b)
+        return dense + self.experts.moe_layers * per_layer * self.expert_bytes
 
     def memory_time_s(self, batch: int, kv_tokens: float) -> float:
         """Bandwidth-bound step time [s]."""
@@ -48,7 +66,8 @@ class StepModel:
 
     def step_time_s(self, batch: int, kv_tokens: float) -> float:
         """Step time: the slower of the memory and compute bounds [s]."""
-        return max(self.memory_time_s(batch, kv_tokens), batch * self.compute_per_seq_s)
+        computed = self.metal.computed_tokens(batch)
+        return max(self.memory_time_s(batch, kv_tokens), computed * self.compute_per_seq_s)
 
 
 def split_weight_bytes(
@@ -104,8 +123,12 @@ def bandwidth_concurrency(
 ) -> int:
     """Largest batch whose every stream still decodes at the minimum rate.
 
-    Step time never falls as the batch grows, so a binary search finds the edge.
-    Returns 0 when even one stream is slower than the minimum.
+    From :attr:`StepModel.irregular_below` on, step time never falls as the batch
+    grows, so a binary search finds the edge; below it a kernel switch can make
+    a larger batch faster than a smaller one (llama.cpp on Metal), so those
+    batches are tried one by one and a smaller batch may fail where this one
+    passes (:func:`slow_batches`). Returns 0 when even one stream is slower than
+    the minimum.
     """
     budget = 1.0 / min_stream_tokens_per_s
 
@@ -114,7 +137,11 @@ def bandwidth_concurrency(
 
     if not ok(1):
         return 0
-    lo, hi = 1, 2
+    regular = max(1, min(step.irregular_below, limit))
+    best = max(b for b in range(1, regular + 1) if b == 1 or ok(b))
+    if best < regular:
+        return best  # the monotone region fails from its start
+    lo, hi = regular, 2 * regular
     while hi < limit and ok(hi):
         lo, hi = hi, hi * 2
     hi = min(hi, limit)
@@ -124,6 +151,30 @@ def bandwidth_concurrency(
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid)
     return lo
+
+
+def slow_batches(
+    step: StepModel, kv_tokens_per_stream: float, min_stream_tokens_per_s: float, edge: int
+) -> tuple[tuple[int, int], ...]:
+    """Batches below ``edge`` whose streams decode under the minimum rate, as ranges.
+
+    Empty unless a kernel switch makes step time fall as the batch grows
+    (:attr:`StepModel.irregular_below`): a server passes through these batch
+    sizes on its way up to ``edge``.
+    """
+    budget = 1.0 / min_stream_tokens_per_s
+    slow = [
+        b
+        for b in range(2, min(edge, step.irregular_below + 1))
+        if step.step_time_s(b, b * kv_tokens_per_stream) > budget
+    ]
+    ranges: list[tuple[int, int]] = []
+    for b in slow:
+        if ranges and ranges[-1][1] == b - 1:
+            ranges[-1] = (ranges[-1][0], b)
+        else:
+            ranges.append((b, b))
+    return tuple(ranges)
 
 
 def binding_ceiling(

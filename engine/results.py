@@ -49,6 +49,9 @@ class CapacityResult:
     decode_tokens_per_s: float | None
     prefill_tokens_per_s: float | None
     bandwidth_concurrency: int | None
+    # Smaller batches whose streams decode under the floor although this many do
+    # (a kernel switch: llama.cpp on Metal), as (first, last) ranges.
+    bandwidth_slow_batches: tuple[tuple[int, int], ...]
     effective_concurrency: int
     binding_ceiling: Ceiling | None
     error_band_pct: int

@@ -70,6 +70,7 @@ class ResultRow:
     decode_tokens_per_s: float | None
     prefill_tokens_per_s: float | None
     bandwidth_concurrency: int | None
+    bandwidth_slow_batches: str
     binding_ceiling: str | None
     error_band_pct: int
     error_band_reason: str

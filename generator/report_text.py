@@ -9,6 +9,7 @@ from backpressure.generator.serve_once import serving_lines
 from backpressure.generator.text import (
     capacity_verdict,
     plural,
+    ranges,
     room,
     weights_expression,
 )
@@ -70,6 +71,11 @@ def _ceilings(r: CapacityResult, floor: float) -> list[str]:
             f"{floor:g} tok/s each (one stream alone at full context: "
             f"{r.decode_tokens_per_s:,.1f} tok/s)"
         )
+        if r.bandwidth_slow_batches:
+            lines.append(
+                f"               but at {ranges(r.bandwidth_slow_batches)} streams each is slower:"
+                " the small-batch Metal kernels read the weights again"
+            )
     if r.prefill_tokens_per_s:
         lines.append(f"  prefill      {r.prefill_tokens_per_s:,.0f} prompt tokens/s")
     lines.append(f"  binding      {r.binding_ceiling or 'unknown (bandwidth not given)'}")

@@ -86,6 +86,15 @@ def plural(n: float, word: str, many: str | None = None) -> str:
     return f"{count} {word if n == 1 else (many or word + 's')}"
 
 
+def ranges(spans: tuple[tuple[int, int], ...]) -> str:
+    """Integer ranges as written on the pages: ``"2-3, 6"``; empty for none.
+
+    >>> ranges(((2, 3), (6, 6))), ranges(())
+    ('2-3, 6', '')
+    """
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
 def short_by(shortfall_bytes: float) -> str:
     """A memory shortfall as people say it: ``short by 5.09 GiB``."""
     return f"short by {gib(shortfall_bytes)}"

@@ -16,6 +16,7 @@ from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import parallel, pass_overhead_s, peak_flops
 from backpressure.engine.ceilings import split_weight_bytes
 from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
+from backpressure.engine.kernels import MetalKernels, metal_kernels, pair_reads_below
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCost
 
@@ -288,31 +289,19 @@ def step_cost(
         dispatch_s=dispatch,
         dispatch_s_per_token=dispatch_token,
         host_overlaps=host_overlaps(runtime.scheduler, runtime.version),
-        expert_pair_below=dict(runtime.expert_pair_reads_below).get(platform, 0)
-        if experts is not None
-        else 0,
-        **metal_kernels(runtime, fmt, hidden, platform),
+        expert_pair_below=pair_reads_below(runtime, platform, experts is not None),
+        **_metal_fields(metal_kernels(runtime, fmt, hidden, platform)),
     )
 
 
-def metal_kernels(
-    runtime: Runtime, fmt: WeightFormat, hidden: int, platform: str
-) -> dict[str, Any]:
-    """The :class:`StepCost` fields of llama.cpp's Metal matrix kernels; none elsewhere.
-
-    Up to 8 tokens a pass runs mat-vec kernels: the small-batch one reads each
-    weight once for several tokens where the weights' format has it and the
-    rows are a multiple of ``metal_ext_row_multiple``; otherwise every token's
-    column reads the weights again. Above that, matrix tiles of
-    ``metal_tile_tokens`` tokens compute whole.
-    """
-    if platform != "apple" or not runtime.metal_ext_columns:
+def _metal_fields(kernels: MetalKernels) -> dict[str, Any]:
+    """The :class:`StepCost` fields of the Metal kernels; none where there are none."""
+    if not kernels.columns:
         return {}
-    rows_ok = runtime.metal_ext_row_multiple <= 0 or hidden % runtime.metal_ext_row_multiple == 0
     return {
-        "mat_vec_columns": runtime.metal_ext_columns,
-        "ext_from": fmt.metal_ext_min_tokens if rows_ok else 0,
-        "tile_tokens": runtime.metal_tile_tokens,
+        "mat_vec_columns": kernels.columns,
+        "ext_from": kernels.ext_from,
+        "tile_tokens": kernels.tile_tokens,
     }
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.bands import Band
 from backpressure.engine.results import CapacityResult
-from backpressure.generator import resolve
+from backpressure.generator import resolve, text
 from backpressure.generator.keys import row_fingerprint
 from backpressure.generator.records import Curves, ResultRow, permalink
 from backpressure.generator.resolve import Config, configure
@@ -155,6 +155,7 @@ def _row(
         decode_tokens_per_s=cap.decode_tokens_per_s,
         prefill_tokens_per_s=cap.prefill_tokens_per_s,
         bandwidth_concurrency=cap.bandwidth_concurrency,
+        bandwidth_slow_batches=text.ranges(cap.bandwidth_slow_batches),
         binding_ceiling=cap.binding_ceiling,
         error_band_pct=cap.error_band_pct,
         error_band_reason=cap.error_band_reason,

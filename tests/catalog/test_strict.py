@@ -255,9 +255,10 @@ def test_config_json_file_size_is_bounded(tmp_path):
 @pytest.mark.parametrize(
     ("value", "expect"),
     [
-        ("{2: 2, 9: 4}", "token count 9 outside the small-batch kernel's range 2..8"),
-        ("{1: 1}", "token count 1 outside"),
-        ("{6: 7}", "7 columns for 6 tokens"),
+        ("{2: 2, 3: 3, 4: 4, 5: 5, 6: 3, 7: 4, 8: 4, 9: 4}", "token count 9 outside"),
+        ("{1: 1, 2: 2}", "leave gaps"),
+        ("{2: 2, 3: 3, 4: 4, 5: 5, 6: 7}", "7 columns for 6 tokens"),
+        ("{2: 2, 4: 4}", "token counts [2, 4] leave gaps"),
     ],
 )
 def test_metal_kernel_columns_stay_in_the_kernels_range(root, value, expect):

@@ -9,6 +9,7 @@ from backpressure.engine.ceilings import (
     bandwidth_concurrency,
     binding_ceiling,
     distinct_experts,
+    slow_batches,
 )
 from backpressure.generator import resolve
 from backpressure.generator.resolve import capacity_for
@@ -90,3 +91,55 @@ def test_big_context_on_small_card_is_kv_bound(cat):
     r = capacity_for(gpu="rtx-4090", model="llama-3.1-8b", quant="q4_k_m", context=32768, cat=cat)
     assert r.binding_ceiling == "kv"
     assert r.effective_concurrency == r.slots
+
+
+def metal_step(columns: tuple[int, ...], ext_from: int, pair_below: int = 0) -> StepModel:
+    from backpressure.engine.kernels import MetalKernels
+
+    # 40 MB of dense weights, 2 MB per routed expert, 8 of 64 experts per token in 2
+    # layers, at 1 GB/s: one stream reads 40 + 2 x 8 x 2 = 72 MB (72 ms)
+    return StepModel(
+        dense_bytes=40e6,
+        expert_bytes=2e6,
+        experts=Experts(num_experts=64, experts_per_token=8, expert_params=1, moe_layers=2),
+        kv_bytes_per_token=0.0,
+        bandwidth_bytes_per_s=1e9,
+        overhead_s=0.0,
+        compute_per_seq_s=0.0,
+        metal=MetalKernels(columns=columns, ext_from=ext_from, tile_tokens=32),
+        pair_reads_below=pair_below,
+    )
+
+
+def test_metal_small_batches_reread_the_weights():
+    # a format the small-batch kernel does not take: every token's column reads again
+    s = metal_step((0, 0, 2, 3, 4, 5, 3, 4, 4), ext_from=0)
+    assert s.weight_bytes_at(3) == pytest.approx(
+        3 * 40e6 + 2 * distinct_experts(s.experts, 3) * 2e6
+    )
+    # one that it takes from 2 tokens: 6 tokens are served by reads of 3 columns
+    t = metal_step((0, 0, 2, 3, 4, 5, 3, 4, 4), ext_from=2)
+    assert t.weight_bytes_at(6) == pytest.approx(
+        2 * 40e6 + 2 * distinct_experts(t.experts, 6) * 2e6
+    )
+    assert t.weight_bytes_at(9) == pytest.approx(40e6 + 2 * distinct_experts(t.experts, 9) * 2e6)
+    # below the pair limit an expert is read for every (token, expert) pair
+    u = metal_step((), ext_from=0, pair_below=32)
+    assert u.weight_bytes_at(1) == pytest.approx(40e6 + 2 * 8 * 2e6)
+    assert u.weight_bytes_at(31) == pytest.approx(40e6 + 2 * 31 * 8 * 2e6)
+    assert u.weight_bytes_at(32) == pytest.approx(40e6 + 2 * distinct_experts(u.experts, 32) * 2e6)
+
+
+def test_a_kernel_switch_gives_the_largest_passing_batch_and_names_the_slow_ones():
+    s = metal_step((0, 0, 2, 3, 4, 5, 3, 4, 4), ext_from=0)
+    floor = 1 / 0.25  # 250 ms a step
+    ok = [b for b in range(1, 200) if s.step_time_s(b, 0.0) <= 0.25]
+    edge = bandwidth_concurrency(s, 0.0, floor)
+    assert edge == max(ok)
+    slow = [b for b in range(1, edge) if b not in ok]
+    assert edge > 8
+    assert slow  # 4 to 8 streams re-read the 40 MB dense part 4-8 times
+    spans = slow_batches(s, 0.0, floor, edge)
+    assert [b for a, z in spans for b in range(a, z + 1)] == slow
+    # without the kernel switch nothing below the edge is slow
+    assert slow_batches(step(), 4096, 10, bandwidth_concurrency(step(), 4096, 10)) == ()

@@ -58,3 +58,45 @@ def test_other_platforms_and_runtimes_read_once_and_compute_their_tokens() -> No
         cost = _cost(gpu, "qwen2.5-7b", quant)
         assert (cost.mat_vec_columns, cost.ext_from, cost.tile_tokens) == ((), 0, 0)
         assert _decode_s(cost, 8) - _decode_s(cost, 2) < 0.05 * _decode_s(cost, 2)
+
+
+@pytest.mark.parametrize(
+    ("model", "quant"),
+    [("qwen2.5-7b", "q8_0"), ("llama-3.1-8b", "q4_k_m"), ("gpt-oss-20b", "mxfp4")],
+)
+def test_the_capacity_ceiling_reads_the_weights_as_the_serving_step_does(model, quant) -> None:
+    # the bandwidth ceiling on a config's page and the simulation behind its
+    # serving numbers follow the same kernel rules, batch by batch
+    from backpressure.engine.capacity import _step_model
+
+    cfg = resolve.configure(load_catalog(), "m2-ultra-192gb", quant, 8192, model)
+    # memory-bound throughout: the reads alone set the step
+    cost = dataclasses.replace(
+        _cost("m2-ultra-192gb", model, quant), flops_per_s=1e30, moe_flops_per_s=1e30
+    )
+    cap = cfg.capacity()
+    arch = cfg.arch
+    assert arch is not None
+    step = _step_model(
+        cfg.device,
+        cfg.runtime,
+        cfg.fmt,
+        cfg.constants,
+        arch,
+        arch.active_params - arch.lookup_only_params,
+        cap.weights_bytes,
+        1.0,
+        0.0,
+    )
+    assert step is not None
+    no_weights = dataclasses.replace(cost, weight_bytes=0.0, expert_bytes=0.0)
+    serving_reads = [
+        (_decode_s(cost, b) - _decode_s(no_weights, b)) * cost.bandwidth_bytes_per_s
+        for b in range(1, 40)
+    ]
+    ceiling_reads = [step.weight_bytes_at(b) for b in range(1, 40)]
+    # in units of one batch-1 read: the two models' byte splits differ slightly
+    for b in range(1, 39):
+        assert serving_reads[b] / serving_reads[0] == pytest.approx(
+            ceiling_reads[b] / ceiling_reads[0], rel=0.03
+        ), b + 1
