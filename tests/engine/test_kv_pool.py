@@ -29,6 +29,19 @@ def test_qwen3_next_block_grows_to_hold_a_state_and_matches_the_log(cat):
     assert pool.max_concurrency(avail) == pytest.approx(33.47, abs=0.01)
 
 
+def test_granite_h_small_block_and_padding_match_vllms_log(cat):
+    # vLLM 0.11.1 start of ibm-granite/granite-4.0-h-small (ROCm issue 5590):
+    # "Setting attention block size to 528 tokens", "Padding mamba page size by
+    # 0.69%": one attention page of 528 tokens x 2 x 8 KV heads x 128 x 2 bytes
+    # against a Mamba-2 state of (3 x 8448 + 128 x 64 x 128) x 2 bytes
+    pool = vllm_pool(cat.archs["granite-4.0-h-small"], 2.0, 131072, 8192, gpus=1)
+    assert pool.block == 528
+    state = (3 * 8448 + 128 * 64 * 128) * 2
+    assert round(100 * (pool.page_bytes - state) / state, 2) == 0.69
+    # 4 attention layers and 36 Mamba-2 layers in groups of 4: one full, nine state
+    assert (pool.group_size, pool.groups) == (4, 10)
+
+
 def test_gpt_oss_sliding_layers_keep_window_plus_step_budget(cat):
     # RTX 3090, vLLM 0.12: 7.12 GiB -> 155,584 tokens, 16.75x at 16,384 tokens.
     pool = vllm_pool(cat.archs["gpt-oss-20b"], 2.0, 16384, 2048)
