@@ -189,6 +189,11 @@ def model_context(cat: Catalog, model: str, rows: list[ResultRow]) -> dict[str, 
         "id": model,
         "model": m,
         "facts": model_facts(cat, model),
+        # a model whose keys were transcribed from elsewhere (its notes say from what)
+        # does not get its source called config.json
+        "config_label": "config.json"
+        if m.sources["config"].split("?")[0].endswith("config.json")
+        else "architecture keys",
         "contexts": contexts_of(rows),
         "sections": sections,
         "root": "../../",

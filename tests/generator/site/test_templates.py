@@ -168,5 +168,9 @@ def test_a_hybrid_models_page_says_which_layers_cache_and_what_the_rest_hold(cat
     per_seq = 36 * (128 * 64 * 128 + 3 * 8448)
     assert f"| fixed-state layers | 36 Mamba-2: {per_seq * 2 / 2**20:.2f} MiB" in text
     assert f"({per_seq * 4 / 2**20:.2f} MiB in llama.cpp" in text
+    # its keys come from IBM's GGUF metadata, not a config.json: the page says so
+    assert "config.json" not in text.split("Where the figures come from")[0]
+    assert "| layers | 40 | architecture keys |" in text
     dense = env.get_template("pages/model.md.j2").render(**model_context(cat, "llama-3.1-8b", []))
     assert "fixed-state layers" not in dense
+    assert "| layers | 32 | config.json |" in unescape(dense)
