@@ -171,18 +171,25 @@ def step_overhead_s(
     return overhead
 
 
-def pass_overhead_s(device: Device, constants: Constants, arch: ModelArch | None) -> float:
+def pass_overhead_s(
+    device: Device,
+    constants: Constants,
+    arch: ModelArch | None,
+    moe_layer_s: float | None = None,
+) -> float:
     """Fixed time of one forward pass on one device, all-reduces aside [s].
 
     A cost per layer and, for MoE, per MoE layer and per routed expert
-    (:func:`step_overhead_s`).
+    (:func:`step_overhead_s`). ``moe_layer_s`` replaces the platform's
+    per-MoE-layer time (fitted on llama.cpp) for a runtime with a figure of its own.
     """
     platform = "cpu" if device.memory_kind == "system" else device.platform
     layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
     overhead = layers * constants.layer_overhead_s[platform]
     if arch is not None and arch.experts is not None:
         e = arch.experts
-        overhead += e.moe_layers * constants.moe_layer_overhead_s.get(platform, 0.0)
+        per_layer = constants.moe_layer_overhead_s.get(platform, 0.0)
+        overhead += e.moe_layers * (per_layer if moe_layer_s is None else moe_layer_s)
         overhead += e.moe_layers * e.experts_per_token * constants.moe_expert_overhead_s
     return overhead
 

@@ -129,3 +129,6 @@ class Constants:
     moe_layer_overhead_s: dict[str, float] = field(default_factory=dict)
     # Share of dense peak FLOP/s the grouped expert GEMMs of a serving step reach, by scheduler.
     serving_moe_efficiency: dict[str, float] = field(default_factory=dict)
+    # A serving pass's fixed time per MoE layer, by scheduler, where its fused MoE kernel
+    # differs from llama-bench's (moe_layer_overhead_s is per platform, from llama.cpp) [s].
+    serving_moe_layer_overhead_s: dict[str, float] = field(default_factory=dict)

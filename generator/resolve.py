@@ -79,6 +79,7 @@ def constants(cat: Catalog) -> Constants:
         request_overhead_s=group("request_overhead_s_"),
         request_latency_s=group("request_latency_s_"),
         serving_moe_efficiency=group("serving_moe_efficiency_"),
+        serving_moe_layer_overhead_s=group("serving_moe_layer_overhead_s_"),
     )
 
 

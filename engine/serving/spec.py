@@ -233,7 +233,9 @@ def step_cost(
         full_bytes = per_layer * full_layers
         window_bytes = per_layer * len(windowed)
         window = max(windowed, default=0)
-    overhead = pass_overhead_s(device, constants, arch)
+    overhead = pass_overhead_s(
+        device, constants, arch, constants.serving_moe_layer_overhead_s.get(runtime.scheduler)
+    )
     hidden = arch.hidden_size if arch is not None else 4096
     moe_layers = experts.moe_layers if experts is not None else 0
     dispatch, dispatch_token = 0.0, 0.0

@@ -161,3 +161,26 @@ def test_a_late_step_cost_field_at_its_default_leaves_the_seed_key_alone() -> No
     assert "expert_pair_below" not in repr(cuda)
     assert "expert_pair_below=32" in repr(metal)
     assert repr(cuda) == repr(dataclasses.replace(cuda, expert_pair_below=0))
+
+
+def test_a_vllm_pass_pays_its_own_time_per_moe_layer_not_llama_cpps() -> None:
+    # vLLM's fused MoE kernel has a fixed time per MoE layer of its own
+    # (serving_moe_layer_overhead_s_vllm); llama.cpp's passes keep the per-platform
+    # figure fitted on llama-bench
+    from backpressure.engine.capacity import pass_overhead_s
+
+    cat = load_catalog()
+    k = resolve.constants(cat)
+    vllm_s = k.serving_moe_layer_overhead_s["vllm"]
+    llama_s = k.moe_layer_overhead_s["nvidia"]
+    assert vllm_s != llama_s
+    arch = cat.archs["qwen3-30b-a3b"]
+    assert arch.experts is not None
+    moe_layers = arch.experts.moe_layers
+    for runtime, per_layer in (("vllm", vllm_s), ("llama.cpp", llama_s)):
+        quant = "bf16" if runtime == "vllm" else "q8_0"
+        cfg = resolve.configure(cat, "h100-sxm", quant, 8192, "qwen3-30b-a3b", runtime=runtime)
+        cost = step_cost(cfg.device, cfg.runtime, cfg.fmt, k, cfg.arch, cfg.capacity())
+        assert cost is not None
+        dense_part = pass_overhead_s(cfg.device, k, cfg.arch, 0.0)
+        assert cost.pass_overhead_s == pytest.approx(dense_part + moe_layers * per_layer)
