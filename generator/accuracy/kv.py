@@ -29,7 +29,7 @@ from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
 from backpressure.generator.accuracy.rows import data_rows
 
-FAMILIES = ("full", "sliding", "hybrid-linear")
+FAMILIES = ("full", "sliding", "hybrid-linear", "hybrid-mamba")
 FIT_FILE, FIT_RELEASE, FIT_GPU = "vllm_kv_cache.csv", "0.19.0", "H100 80GB HBM3"
 
 # hf_repo (as logged, up to the first space) -> (catalog model, quant). Qwen2-7B has
@@ -145,10 +145,11 @@ class LlamaCppKv:
         return self.predicted_mib / self.logged_mib - 1
 
 
-def _family(cat: Catalog, mid: str) -> str:
+def family_of(cat: Catalog, mid: str) -> str:
+    """A model's KV family: how its layers hold context (full, sliding, MLA, hybrid)."""
     arch = cat.archs[mid]
     if arch.recurrent is not None:
-        return "hybrid-linear"
+        return f"hybrid-{arch.recurrent.kind}"
     if arch.attention.mla_latent_dim:
         return "mla"
     return "sliding" if arch.attention.windowed_layers else "full"
@@ -208,7 +209,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 gpu=r["gpu"].split(" (")[0],
                 count=count,
                 model=mid,
-                family=_family(cat, mid),
+                family=family_of(cat, mid),
                 version=r["vllm_version"],
                 context=context,
                 logged=int(r["kv_cache_tokens"]),
