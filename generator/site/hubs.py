@@ -17,7 +17,7 @@ from backpressure.engine.units import MIB
 from backpressure.generator.records import ResultRow, context_label
 from backpressure.generator.resolve import AUTO_KV_BYTES
 from backpressure.generator.site.links import row_url
-from backpressure.generator.site.pages import device_name, names
+from backpressure.generator.site.pages import arch_source, device_name, names
 
 HEADLINE_MODELS = ("llama-3.1-8b", "mistral-small-24b", "qwen2.5-32b", "llama-3.3-70b")
 HEADLINE_QUANT = "q4_k_m"
@@ -189,11 +189,7 @@ def model_context(cat: Catalog, model: str, rows: list[ResultRow]) -> dict[str, 
         "id": model,
         "model": m,
         "facts": model_facts(cat, model),
-        # a model whose keys were transcribed from elsewhere (its notes say from what)
-        # does not get its source called config.json
-        "config_label": "config.json"
-        if m.sources["config"].split("?")[0].endswith("config.json")
-        else "architecture keys",
+        "config_label": arch_source(m.sources["config"]),
         "contexts": contexts_of(rows),
         "sections": sections,
         "root": "../../",

@@ -77,6 +77,18 @@ def _device_sources(cat: Catalog, device: str) -> dict[str, str]:
     return dict(gpu.sources) if gpu else {}
 
 
+def arch_source(source: str) -> str:
+    """What a model's architecture was read from, as the pages name it.
+
+    A model whose keys were transcribed from elsewhere (its notes say from what)
+    does not get its source called config.json.
+
+    >>> arch_source("https://huggingface.co/x/y/blob/main/config.json"), arch_source("https://ollama.com/x")
+    ('config.json', 'architecture keys')
+    """
+    return "config.json" if source.split("?")[0].endswith("config.json") else "architecture keys"
+
+
 def provenance(cat: Catalog, row: ResultRow) -> dict[str, tuple[str, str]]:
     """Label and source for each figure on the page: (label, source text)."""
     dev = _device_sources(cat, row.gpu)
@@ -336,6 +348,7 @@ def config_context(
     anything else here and it must join that key too.
     """
     n = names(cat, row)
+    m = cat.models.get(row.model)
     root = rel_root(row.permalink)
     heuristic = cat.calibration["kv_heuristic_mib_per_billion"].value
     return {
@@ -351,6 +364,7 @@ def config_context(
         "permalink": row.permalink,
         "arithmetic": arithmetic(row, n, heuristic),
         "kv_heuristic": f"{heuristic:g}",
+        "arch_source": arch_source(m.sources.get("config", "")) if m else "config.json",
         "breaks": breaking_points(row, lim),
         "limits": lim,
         "profile": profile(lim),
