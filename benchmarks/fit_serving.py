@@ -39,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.engine.capacity import pass_overhead_s
 from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
 from backpressure.engine.serving.spec import bandwidth_factor, compute_efficiency
@@ -48,6 +49,7 @@ from backpressure.generator.accuracy.serving import (
     METRICS,
     Case,
     Replay,
+    device,
     load_cases,
     prepare,
     run_replay,
@@ -269,13 +271,9 @@ MOE_LAYER_GRID = [i * 2.5e-6 for i in range(21)]  # 0 to 50 us
 
 def with_moe_layer(cat: Catalog, k: Constants, case: Case, rep: Replay, seconds: float) -> Replay:
     """The case's replay with its passes paying ``seconds`` per MoE layer."""
-    experts = cat.archs[case.model].experts
-    assert experts is not None
-    platform = resolve.device_for(cat, case.gpu).platform
-    now = k.serving_moe_layer_overhead_s.get("vllm", k.moe_layer_overhead_s.get(platform, 0.0))
-    cost = rep.server.cost
-    moved = cost.pass_overhead_s + experts.moe_layers * (seconds - now)
-    return replace(rep, server=replace(rep.server, cost=replace(cost, pass_overhead_s=moved)))
+    trial = pass_overhead_s(device(cat, case.gpu, case.gpus), k, cat.archs[case.model], seconds)
+    cost = replace(rep.server.cost, pass_overhead_s=trial)
+    return replace(rep, server=replace(rep.server, cost=cost))
 
 
 def fit_moe_layer(

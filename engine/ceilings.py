@@ -44,7 +44,7 @@ class StepModel:
     @property
     def irregular_below(self) -> int:
         """Batches below this may step faster than a smaller one (a kernel switch)."""
-        return max(self.pair_reads_below, self.metal.mat_vec_max + 1 if self.metal.columns else 0)
+        return max(self.pair_reads_below, self.metal.mat_vec_max + 1)
 
     def weight_bytes_at(self, batch: int) -> float:
         """Weight bytes one step reads for ``batch`` streams [bytes]."""
