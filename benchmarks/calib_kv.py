@@ -34,7 +34,10 @@ def _summary(label: str, errors: list[float]) -> str:
 def kv_report(cat: Catalog) -> None:
     """vLLM's logged KV tokens against the allocator layout and the full prediction."""
     pts = vllm_checks(cat)
-    print(f"KV tokens (vLLM startup logs): {len(pts)} rows matching catalog models")
+    print(
+        f"KV tokens (vLLM startup logs): {len(pts)} rows matching catalog models"
+        " (or an architecture of benchmarks/data/vllm_kv_archs.yaml)"
+    )
     print(
         f"  the v{FIT_RELEASE} {FIT_GPU} rows of {FIT_FILE} fitted the vLLM constants;"
         " every other row is held out"

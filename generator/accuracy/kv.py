@@ -20,14 +20,18 @@ accuracy page shows them (:func:`kv_context` in ``page``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 
+import yaml
+from backpressure.catalog.hf_config import parse_config
 from backpressure.catalog.loader import Catalog
+from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import batched_tokens, estimate
 from backpressure.engine.inputs import Device
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
-from backpressure.generator.accuracy.rows import data_rows
+from backpressure.generator.accuracy.rows import DATA, data_rows
 
 FAMILIES = ("full", "sliding", "hybrid-linear", "hybrid-mamba")
 FIT_FILE, FIT_RELEASE, FIT_GPU = "vllm_kv_cache.csv", "0.19.0", "H100 80GB HBM3"
@@ -145,9 +149,26 @@ class LlamaCppKv:
         return self.predicted_mib / self.logged_mib - 1
 
 
+@cache
+def extra_archs() -> dict[str, ModelArch]:
+    """Architectures of logged checkpoints the catalog does not publish, by repo.
+
+    ``benchmarks/data/vllm_kv_archs.yaml`` holds their keys with sources; the
+    allocator check needs only the layout, so a log of such a model still tests
+    the pool (its memory budget is not predicted: no catalog weights).
+    """
+    with (DATA / "vllm_kv_archs.yaml").open(encoding="utf-8") as fh:
+        entries = yaml.safe_load(fh)
+    return {repo: parse_config(e["config"]) for repo, e in sorted(entries.items())}
+
+
 def family_of(cat: Catalog, mid: str) -> str:
     """A model's KV family: how its layers hold context (full, sliding, MLA, hybrid)."""
-    arch = cat.archs[mid]
+    return family(cat.archs[mid])
+
+
+def family(arch: ModelArch) -> str:
+    """The KV family of an architecture (see :func:`family_of`)."""
     if arch.recurrent is not None:
         return f"hybrid-{arch.recurrent.kind}"
     if arch.attention.mla_latent_dim:
@@ -188,8 +209,14 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
     for source in (FIT_FILE, "vllm_kv_hybrid.csv"):
         for r in data_rows(source):
             fitted = (source, r["vllm_version"], r["gpu"]) == (FIT_FILE, FIT_RELEASE, FIT_GPU)
-            model = MODELS.get(r["hf_repo"].split(" (")[0])
-            if not model or not r["kv_cache_tokens"] or model[0] not in cat.models:
+            repo = r["hf_repo"].split(" (")[0]
+            model = MODELS.get(repo)
+            extra = extra_archs().get(repo)
+            if extra is not None:
+                model = (repo.rpartition("/")[2], "")  # named by the repo; no quant: allocator only
+            if not model or not r["kv_cache_tokens"]:
+                continue
+            if extra is None and model[0] not in cat.models:
                 continue
             mid, quant = model
             gpu = _gpu(r["gpu"])
@@ -200,7 +227,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
             kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
             kv_bytes = resolve.kv_bytes(cat.kv_dtypes[kv])
             mnbt = _mnbt(cat, gpu, r.get("max_num_batched_tokens", ""), r["gpu"])
-            arch = cat.archs[mid]
+            arch = extra or cat.archs[mid]
             pool = vllm_pool(arch, kv_bytes, context, mnbt, count)
             point = VllmKv(
                 source=source,
@@ -209,7 +236,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 gpu=r["gpu"].split(" (")[0],
                 count=count,
                 model=mid,
-                family=family_of(cat, mid),
+                family=family(arch),
                 version=r["vllm_version"],
                 context=context,
                 logged=int(r["kv_cache_tokens"]),

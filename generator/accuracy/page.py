@@ -277,9 +277,9 @@ def kv_context(cat: Catalog) -> dict[str, Any]:
                 "family": fam,
                 "n": len(sel),
                 "alloc": _median_pct([r.alloc / r.logged - 1 for r in sel if r.alloc is not None]),
-                "median": _median_pct(e2e),
+                "median": _median_pct(e2e) if e2e else "no end-to-end log",
                 "worst": f"{100 * max(map(abs, e2e)):.1f} %" if e2e else "-",
-                "inside": f"{sum(bool(r.inside) for r in sel)} of {len(e2e)}",
+                "inside": f"{sum(bool(r.inside) for r in sel)} of {len(e2e)}" if e2e else "-",
             }
         )
     alloc = [abs(r.alloc / r.logged - 1) for r in held if r.alloc is not None]
@@ -289,6 +289,8 @@ def kv_context(cat: Catalog) -> dict[str, Any]:
     return {
         "rows": len(rows),
         "held": len(held),
+        # logs of checkpoints the site does not publish: the allocator check only
+        "extra": sorted({r.model for r in rows if r.model not in cat.archs}),
         "families": families,
         "fitted": {"n": len(fitted), "median": _median_pct(fitted)},
         "alloc_worst": f"{100 * max(alloc):.1f} %" if alloc else "-",

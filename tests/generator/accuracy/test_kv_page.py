@@ -5,11 +5,14 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
+import pytest
 from backpressure.catalog.loader import load_catalog
+from backpressure.engine.kv_pool import vllm_pool
 from backpressure.generator.accuracy.kv import (
     FIT_FILE,
     FIT_GPU,
     FIT_RELEASE,
+    extra_archs,
     llama_cpp_checks,
     vllm_checks,
 )
@@ -32,7 +35,7 @@ def test_family_counts_and_misses_come_from_the_held_out_rows() -> None:
     ctx = kv_context(cat)
     assert ctx["held"] == len(rows)
     assert sum(f["n"] for f in ctx["families"]) == sum(
-        r.family in ("full", "sliding", "hybrid-linear") for r in rows
+        r.family in ("full", "sliding", "hybrid-linear", "hybrid-mamba") for r in rows
     )
     errors = sorted((abs(r.error) for r in rows if r.error is not None), reverse=True)
     shown = [float(w["error"].strip(" %+-")) for w in ctx["worst"]]
@@ -44,7 +47,7 @@ def test_the_allocator_reproduces_vllm_given_the_logged_memory() -> None:
     # The allocator check isolates the block layout from the memory budget: with the
     # log's own KV memory, the token count must agree for every attention family.
     rows = [r for r in vllm_checks(load_catalog()) if r.alloc is not None]
-    for family in ("full", "sliding", "hybrid-linear"):
+    for family in ("full", "sliding", "hybrid-linear", "hybrid-mamba"):
         errs = [abs(r.alloc / r.logged - 1) for r in rows if r.family == family and r.alloc]
         assert errs, family
         assert statistics.median(errs) < 0.005, family
@@ -88,19 +91,56 @@ def test_a_small_catalog_checks_only_what_it_describes(tmp_path: Path) -> None:
     cat = load_catalog(make_small_catalog(tmp_path))
     rows = vllm_checks(cat)
     assert rows  # Llama 3.1 8B logs are in the data
-    assert all(r.model in cat.models for r in rows)
+    extra = {repo.rpartition("/")[2] for repo in extra_archs()}
+    assert all(r.model in cat.models or r.model in extra for r in rows)
     # Without the GPU in the catalog there is no device to predict from.
     assert all(r.e2e is None for r in rows if r.gpu.startswith("A100"))
     assert any(r.e2e is not None for r in rows) == any(g.startswith("h100") for g in GPUS)
     kv_context(cat)  # the page renders from what is there
 
 
-def test_a_published_family_without_logs_is_listed_as_unchecked() -> None:
-    # Granite 4.0-H (Mamba-2 hybrid) is in the catalog, but no vLLM log with its KV
-    # lines was found: the page says so rather than leaving the family out
+def test_a_family_checked_only_by_its_allocator_says_so() -> None:
+    # The one Mamba-2 hybrid log with KV lines loads Granite 4.0-H 350M, a model the
+    # site does not publish: its pool is checked, its budget cannot be predicted
     cat = load_catalog()
-    assert any(a.recurrent is not None and a.recurrent.kind == "mamba" for a in cat.archs.values())
-    rows = {f["family"]: f for f in kv_context(cat)["families"]}
-    assert rows["hybrid-mamba"]["n"] == 0
-    assert rows["hybrid-mamba"]["median"] == "no log found"
+    ctx = kv_context(cat)
+    rows = {f["family"]: f for f in ctx["families"]}
+    assert rows["hybrid-mamba"]["n"] == 1
+    assert rows["hybrid-mamba"]["alloc"] == "0.0 %"
+    assert rows["hybrid-mamba"]["median"] == "no end-to-end log"
+    assert ctx["extra"] == ["granite-4.0-h-350m"]
     assert rows["hybrid-linear"]["n"] > 0
+
+
+def test_a_published_family_without_logs_is_listed_as_unchecked() -> None:
+    # A family the catalog publishes with no held-out log at all is named, not left out
+    cat = load_catalog()
+    only_full = [r for r in vllm_checks(cat) if r.family == "full"]
+    from unittest import mock
+
+    with mock.patch("backpressure.generator.accuracy.page.vllm_checks", return_value=only_full):
+        rows = {f["family"]: f for f in kv_context(cat)["families"]}
+    assert rows["hybrid-mamba"] == {
+        "family": "hybrid-mamba",
+        "n": 0,
+        "alloc": "-",
+        "median": "no log found",
+        "worst": "-",
+        "inside": "-",
+    }
+
+
+def test_granite_h_350m_pool_reproduces_its_log():
+    # ROCm issue 5724 (vLLM 0.15.0rc3): "Setting attention block size to 400 tokens",
+    # "Padding mamba page size by 1.39%", "Available KV cache memory: 107.5 GiB",
+    # "GPU KV cache size: 3,522,400 tokens", "Maximum concurrency for 32,768 tokens
+    # per request: 791.58x"; the keys are those of benchmarks/data/vllm_kv_archs.yaml
+    arch = extra_archs()["ibm-granite/granite-4.0-h-350m"]
+    pool = vllm_pool(arch, 2.0, 32768, 8192, gpus=1)
+    assert pool.block == 400
+    # Mamba-2 state: conv (3 x (1536 + 2 x 128)) + SSM (48 heads x 32 x 128), 2 bytes each
+    state = (3 * (1536 + 2 * 128) + 48 * 32 * 128) * 2
+    assert round(100 * (pool.page_bytes - state) / state, 2) == 1.39
+    avail = int(107.5 * 2**30)
+    assert pool.reported_tokens(avail) == 3_522_400
+    assert pool.max_concurrency(avail) == pytest.approx(791.58, abs=0.01)
