@@ -67,6 +67,8 @@ def test_the_page_section_shows_every_family_row() -> None:
     section = md[md.index("## KV-cache capacity") :]
     for f in ctx["kv"]["families"]:
         assert f"| {f['family'].replace('-', '&#45;')} | {f['n']} |" in section
+    # a table only renders after a blank line: the paragraph before it must end
+    assert "\n\n| attention layers |" in section
     misses = section[section.index("| run | logged tokens") :].split("\n\n")[0]
     assert len(misses.splitlines()) == 2 + len(ctx["kv"]["worst"]) > 2
 
