@@ -210,15 +210,12 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
         for r in data_rows(source):
             fitted = (source, r["vllm_version"], r["gpu"]) == (FIT_FILE, FIT_RELEASE, FIT_GPU)
             repo = r["hf_repo"].split(" (")[0]
-            model = MODELS.get(repo)
             extra = extra_archs().get(repo)
-            if extra is not None:
-                model = (repo.rpartition("/")[2], "")  # named by the repo; no quant: allocator only
-            if not model or not r["kv_cache_tokens"]:
+            # a model the site does not publish is named by its repo; no quant: allocator only
+            mid, quant = (repo.rpartition("/")[2], "") if extra else MODELS.get(repo, ("", ""))
+            arch = extra or cat.archs.get(mid)
+            if arch is None or not r["kv_cache_tokens"]:
                 continue
-            if extra is None and model[0] not in cat.models:
-                continue
-            mid, quant = model
             gpu = _gpu(r["gpu"])
             if gpu not in cat.gpus:  # a catalog without the GPU (a test's small one)
                 gpu = None
@@ -227,7 +224,6 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
             kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
             kv_bytes = resolve.kv_bytes(cat.kv_dtypes[kv])
             mnbt = _mnbt(cat, gpu, r.get("max_num_batched_tokens", ""), r["gpu"])
-            arch = extra or cat.archs[mid]
             pool = vllm_pool(arch, kv_bytes, context, mnbt, count)
             point = VllmKv(
                 source=source,

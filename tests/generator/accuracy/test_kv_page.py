@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from backpressure.catalog.loader import load_catalog
@@ -118,8 +119,6 @@ def test_a_published_family_without_logs_is_listed_as_unchecked() -> None:
     # A family the catalog publishes with no held-out log at all is named, not left out
     cat = load_catalog()
     only_full = [r for r in vllm_checks(cat) if r.family == "full"]
-    from unittest import mock
-
     with mock.patch("backpressure.generator.accuracy.page.vllm_checks", return_value=only_full):
         rows = {f["family"]: f for f in kv_context(cat)["families"]}
     assert rows["hybrid-mamba"] == {
