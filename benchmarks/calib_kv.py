@@ -2,6 +2,17 @@
 
 The rows, the three checks and the split are in ``backpressure.generator.accuracy.kv``
 (the accuracy page shows the same checks); this prints them as the report's lines.
+
+Tried and rejected: an activation peak that follows vLLM's profiling run more
+closely, the larger of its sampler pass (``k`` x ``max_num_seqs`` x vocabulary x
+4 bytes of fp32 logits, ``k`` = 3.86 from the fit rows) and its forward pass
+(8.7 bytes x batched tokens x MLP width per GPU), in place of one figure per
+batched token. The fit rows stay at 0.0 % and the Granite 4.0-H 1B log (2
+sequences) goes from -10.5 % to 0.0 %, but the held-out full-attention median
+worsens from 2.1 % to 5.2 % (single-GPU rows at 32-64 sequences and 2,048
+batched tokens lose too much activation: the real peak there is near the
+per-token figure) and the hybrid-linear one from 22.2 % to 28.5 %; sliding
+improves from 4.1 % to 3.2 %.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 import yaml
 from backpressure.catalog.hf_config import parse_config
@@ -65,6 +66,7 @@ GPUS = {
     "H200": "h200-sxm",
     "A100 40GB": "a100-40gb-sxm",
     "A100 80GB": "a100-80gb-sxm",
+    "RTX 3060": "rtx-3060-12gb",
     "RTX 3090": "rtx-3090",
     "RTX 4090": "rtx-4090",
     "RTX 5090": "rtx-5090",
@@ -155,11 +157,24 @@ def extra_archs() -> dict[str, ModelArch]:
 
     ``benchmarks/data/vllm_kv_archs.yaml`` holds their keys with sources; the
     allocator check needs only the layout, so a log of such a model still tests
-    the pool (its memory budget is not predicted: no catalog weights).
+    the pool. The end-to-end check needs weights too: an entry names a catalog
+    quant (:func:`extra_quants`) only where its checkpoint loads unquantized, so
+    the weights follow from the keys alone.
     """
+    return {repo: parse_config(e["config"]) for repo, e in sorted(_extra_entries().items())}
+
+
+@cache
+def extra_quants() -> dict[str, str]:
+    """The catalog quant of each calibration-only checkpoint that names one, by repo."""
+    return {repo: e["quant"] for repo, e in sorted(_extra_entries().items()) if "quant" in e}
+
+
+@cache
+def _extra_entries() -> dict[str, dict[str, Any]]:
     with (DATA / "vllm_kv_archs.yaml").open(encoding="utf-8") as fh:
-        entries = yaml.safe_load(fh)
-    return {repo: parse_config(e["config"]) for repo, e in sorted(entries.items())}
+        entries: dict[str, dict[str, Any]] = yaml.safe_load(fh)
+    return entries
 
 
 def family_of(cat: Catalog, mid: str) -> str:
@@ -211,8 +226,12 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
             fitted = (source, r["vllm_version"], r["gpu"]) == (FIT_FILE, FIT_RELEASE, FIT_GPU)
             repo = r["hf_repo"].split(" (")[0]
             extra = extra_archs().get(repo)
-            # a model the site does not publish is named by its repo; no quant: allocator only
-            mid, quant = (repo.rpartition("/")[2], "") if extra else MODELS.get(repo, ("", ""))
+            # a model the site does not publish is named by its repo; without a quant
+            # (a quantized checkpoint the catalog does not describe): allocator only
+            if extra:
+                mid, quant = repo.rpartition("/")[2], extra_quants().get(repo, "")
+            else:
+                mid, quant = MODELS.get(repo, ("", ""))
             arch = extra or cat.archs.get(mid)
             if arch is None or not r["kv_cache_tokens"]:
                 continue

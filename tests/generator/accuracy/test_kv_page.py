@@ -102,16 +102,22 @@ def test_a_small_catalog_checks_only_what_it_describes(tmp_path: Path) -> None:
     kv_context(cat)  # the page renders from what is there
 
 
-def test_a_family_checked_only_by_its_allocator_says_so() -> None:
-    # The one Mamba-2 hybrid log with KV lines loads Granite 4.0-H 350M, a model the
-    # site does not publish: its pool is checked, its budget cannot be predicted
+def test_calibration_only_models_are_checked_end_to_end_only_with_weights() -> None:
+    # Both Mamba-2 hybrid logs load Granite 4.0-H models the site does not publish.
+    # The 1B one loads an unquantized checkpoint on a catalog GPU, so its budget is
+    # predicted too; the 350M one ran on a box whose GPU memory was set by hand.
     cat = load_catalog()
     ctx = kv_context(cat)
     rows = {f["family"]: f for f in ctx["families"]}
-    assert rows["hybrid-mamba"]["n"] == 1
-    assert rows["hybrid-mamba"]["alloc"] == "0.0 %"
-    assert rows["hybrid-mamba"]["median"] == "no end-to-end log"
-    assert ctx["extra"] == ["granite-4.0-h-350m"]
+    assert rows["hybrid-mamba"]["n"] == 2
+    assert rows["hybrid-mamba"]["inside"] == "1 of 1"
+    assert ctx["extra"] == ["granite-4.0-h-1b", "granite-4.0-h-350m"]
+    by_model = {r.model: r for r in vllm_checks(cat) if r.family == "hybrid-mamba"}
+    assert by_model["granite-4.0-h-350m"].e2e is None
+    one_b = by_model["granite-4.0-h-1b"]
+    assert one_b.e2e is not None
+    # the keys give the checkpoint's weights: the log prints 2.72 GiB
+    assert one_b.weights_gib == pytest.approx(2.72, rel=0.01)
     assert rows["hybrid-linear"]["n"] > 0
 
 
@@ -145,3 +151,21 @@ def test_granite_h_350m_pool_reproduces_its_log():
     avail = int(107.5 * 2**30)
     assert pool.reported_tokens(avail) == 3_522_400
     assert pool.max_concurrency(avail) == pytest.approx(791.58, abs=0.01)
+
+
+def test_granite_h_1b_pool_reproduces_its_log():
+    # am-dev-75/retriva-docs (vLLM 0.19.0, RTX 3060): "Setting attention block size to
+    # 400 tokens", "Padding mamba page size by 1.59%", "Available KV cache memory: 4.09
+    # GiB", "GPU KV cache size: 53,200 tokens", "Maximum concurrency for 4,096 tokens per
+    # request: 66.95x"
+    arch = extra_archs()["ibm-granite/granite-4.0-h-1b"]
+    pool = vllm_pool(arch, 2.0, 4096, 2048, gpus=1)
+    assert pool.block == 400
+    # Mamba-2 state: conv (3 x (3072 + 2 x 128)) + SSM (48 heads x 64 x 128), 2 bytes each
+    state = (3 * (3072 + 2 * 128) + 48 * 64 * 128) * 2
+    assert round(100 * (pool.page_bytes - state) / state, 2) == 1.59
+    # The log rounds the memory to 4.09 GiB; 4.0875 GiB (the low end of that rounding)
+    # gives the logged blocks: ten groups share them, 20 blocks a request
+    avail = int(4.0875 * 2**30)
+    assert pool.reported_tokens(avail) == 53_200
+    assert pool.max_concurrency(avail) == pytest.approx(66.95, abs=0.01)
