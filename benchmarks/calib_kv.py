@@ -13,6 +13,18 @@ worsens from 2.1 % to 5.2 % (single-GPU rows at 32-64 sequences and 2,048
 batched tokens lose too much activation: the real peak there is near the
 per-token figure) and the hybrid-linear one from 22.2 % to 28.5 %; sliding
 improves from 4.1 % to 3.2 %.
+
+Looked at and not adopted: charging the tensor-parallel extra (2.05 GiB per
+GPU, non-torch memory of the vLLM 0.19 H100 logs at TP 2 and 4) only where
+NCCL can use NVLink SHARP (Hopper or later on NVSwitch), since an older H100
+log (vLLM pull request 10511: non_torch_memory 1.79 GiB at TP 1, 3.58 GiB at
+TP 2) shows the same step, while the logs without NVLink SHARP leave less
+of it: two A100s on vLLM 0.10.1 0.1-1.1 GiB, two RTX 4090s 0.2 GiB, two
+R9700s on vLLM 0.13 0.0-0.4 GiB (full attention). The same two R9700s on
+vLLM 0.11.2 keep all of it (their four TP 2 rows sit at -1.5 to +4.1 % with
+it, +10 to +14 % without), so the data tie the extra to the release and its
+all-reduce backend as much as to the link, and one rule by link would trade
+one set of misses for another.
 """
 
 from __future__ import annotations
