@@ -621,6 +621,7 @@ def _serve_py(
     counters[1] = n_preempt
     counters[2] = lost
     counters[3] = slow
+    sums[7] = t  # when the run stopped: later arrivals never reached the server
     return reason
 
 

@@ -4,7 +4,11 @@ A run offers Poisson arrivals at a rate; the requests that arrive in its
 measured window (after a warm-up) are measured. Every measured request counts: one that
 was shed, abandoned in the queue or never finished is a failure with an
 infinite latency, so a percentile never improves because requests vanished
-(goodput semantics). The rules, in their tie-break order:
+(goodput semantics). A run stopped early, once a rule's verdict was settled,
+measures the requests that arrived before it stopped: the later ones never
+reached the server, and the ones it still held are not lost, only unfinished
+(no first token yet: an infinite TTFT; an infinite latency). The rules, in
+their tie-break order:
 
 ``ttft``
     the 99th percentile of time to first token exceeds the TTFT budget;
@@ -37,7 +41,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from backpressure.engine.serving.kernel import DONE
+from backpressure.engine.serving.kernel import DONE, DRAINED, PENDING
 from backpressure.engine.serving.run import BIN_S, Run
 from backpressure.engine.sim.jit import compiled
 
@@ -121,7 +125,9 @@ def _measure_py(
 
     ``out`` = (measured, lost, ttft p50, ttft p99, e2e p99, good): a request with
     no first token has an infinite TTFT, one that did not finish an infinite
-    latency; good ones finished within both the TTFT budget and the SLO.
+    latency; lost ones were shed, abandoned or too long (one still held when
+    the run stopped is not); good ones finished within both the TTFT budget
+    and the SLO.
     """
     n = arrival.shape[0]
     ttft = np.empty(n)
@@ -136,7 +142,8 @@ def _measure_py(
         done = status[i] == DONE
         e = finish[i] - arrival[i] if done else np.inf
         if not done:
-            lost += 1
+            if status[i] != PENDING:
+                lost += 1
         elif f <= ttft_budget and e <= slo:
             good += 1
         ttft[m] = f
@@ -175,6 +182,8 @@ def judge(
     """
     q = limits.quantile
     out = np.zeros(6)
+    if run.stop != DRAINED:
+        end_s = max(start_s, min(end_s, run.stopped_s))
     _measure(
         run.arrival,
         run.first,

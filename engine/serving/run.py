@@ -34,6 +34,8 @@ class Run:
     waiting requests. ``busy_s`` is the time the server ran steps and
     ``running_s`` the integral of running sequences over it; ``bound_s`` splits
     ``busy_s`` by what set each step's time (memory, compute, host).
+    ``stopped_s`` is the simulated time the run ended: a run stopped early
+    (``stop`` not ``kernel.DRAINED``) never saw the arrivals after it.
     """
 
     arrival: Array
@@ -53,6 +55,7 @@ class Run:
     decode_tokens: float
     prefill_tokens: float
     bound_s: tuple[float, float, float]
+    stopped_s: float = math.inf
 
 
 def _bins(seconds: float) -> int:
@@ -111,7 +114,7 @@ def serve(
     occupancy = np.zeros(bins)
     queued = np.zeros(bins)
     counters = np.zeros(4, np.int64)
-    sums = np.zeros(7)
+    sums = np.zeros(8)
     experts = expert_reads(c, max(s.max_batched_tokens, 1))
     stop = kernel.serve(
         int(s.policy),
@@ -163,6 +166,7 @@ def serve(
         float(sums[2]),
         float(sums[3]),
         (float(sums[4]), float(sums[5]), float(sums[6])),
+        float(sums[7]),
     )
 
 

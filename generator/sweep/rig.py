@@ -292,7 +292,8 @@ def timeline(run: Run, rate: float, duration: float) -> Timeline:
     edges = np.searchsorted(run.arrival, np.arange(groups + 1) * (BIN_S * step))
     edges[-1] = run.arrival.size
     ttft = np.where(np.isfinite(run.first), run.first - run.arrival, np.inf)
-    lost_flags = run.status != kernel.DONE
+    # shed, abandoned or too long; a request still held at a stop is not lost (rules.py)
+    lost_flags = (run.status != kernel.DONE) & (run.status != kernel.PENDING)
     # All groups at once (a loop of numpy calls per group cost more than the rest):
     # losses by differences of a running count, and each group's order statistic
     # from one sort by (group, TTFT), the same value a partition of the group picks.

@@ -186,6 +186,25 @@ def test_latency_never_improves_past_the_break():
     assert verdicts[-1].lost_share > 0
 
 
+def test_a_run_stopped_early_measures_only_what_reached_the_server():
+    # Every prompt takes about 2 s to prefill, so the TTFT rule is settled after a few
+    # requests and the run stops. At a tenth of a request a second nothing queues: the
+    # requests that arrived after the stop never reached the server and are not lost,
+    # and the ones that did got their first token in about the time one prefill takes.
+    slow = replace(COST, flops_per_s=8e12)
+    srv = vllm(cost=slow)
+    rate = 0.1
+    start, end = SEARCH.window(rate)
+    v = open_loop(srv, Epochs(1), rate, 1024, 128, LIMITS, (start, end))
+    assert v.rule == "ttft"
+    assert v.lost_share == 0.0
+    unit = Epochs(1).until(end * rate)
+    arrival = unit[: np.searchsorted(unit, end * rate)] / rate
+    in_window = int(np.count_nonzero(arrival >= start))
+    assert 0 < v.measured < in_window
+    assert 1.5 < v.ttft_p50_s < 3.0
+
+
 def test_the_breaking_rate_is_bisected_and_named_by_its_rule():
     srv = vllm(depth=512, wait=60.0)
     sat = saturation_rps(concurrency_table(srv, 1024, 128, SEARCH))
