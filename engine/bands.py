@@ -163,11 +163,12 @@ def serving_band_rule(capacity: Band, data_pct: float | None, label: str) -> Ban
     if data <= capacity.pct:
         return capacity
     # A capped band says what the data asked for: the cap is a limit of the page, not of it.
+    rounded = f", ±{need} % in steps of 5" if need != data_pct else ""
     capped = f", shown as ±{data} %" if need > data else ""
     return Band(
         data,
-        f"published {label} runs under load need ±{need} % (set on the fitted half, "
-        f"checked on the held-out half){capped} "
+        f"published {label} runs under load need ±{data_pct:g} % (set on the fitted half, "
+        f"checked on the held-out half){rounded}{capped} "
         f"(capacity alone would give ±{capacity.pct} %)",
     )
 

@@ -63,6 +63,10 @@ def _ceilings(r: CapacityResult, floor: float) -> list[str]:
     lines = [
         f"  KV slots     {plural(r.slots, 'concurrent request')} at {r.context_tokens:,} tokens"
     ]
+    if not r.fits:
+        # Speeds of a model that cannot load would read as a promise.
+        lines.append("  bandwidth    not computed: the config does not fit")
+        return lines
     if r.decode_tokens_per_s is None or r.bandwidth_concurrency is None:
         lines.append("  bandwidth    not computed: no memory-bandwidth figure for this device")
     else:

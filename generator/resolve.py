@@ -221,7 +221,8 @@ def model_arch(cat: Catalog, model: str) -> tuple[str, ModelArch]:
     mid = by_repo.get(model.lower(), model)
     if mid not in cat.models and "/" in model:
         err = LookupError_("model", model, [m.hf_repo for m in cat.models.values()])
-        err.message += "; for a model outside the catalog pass its config.json with --model-config"
+        tip = "for a model outside the catalog, pass its config.json with --model-config"
+        err.message += f" {tip[0].upper()}{tip[1:]}" if err.message.endswith("?") else f"; {tip}"
         raise err
     mid = canonical_id(cat.models, "model", mid)
     return mid, cat.archs[mid]

@@ -66,7 +66,7 @@ def serve_config(
         load.max_num_batched_tokens,
     )
     if srv is None:
-        why = "does not fit" if not cap.fits else "no bandwidth or FLOPS figure for the device"
+        why = "does not fit" if not cap.fits else text.missing_figure(cap)
         raise ServingError(f"cannot simulate serving: {why}")
     band = resolve.serving_band(cat, cfg.runtime_id, cfg.arch is not None and cfg.arch.is_moe, cap)
     out: dict[str, Any] = {
@@ -156,14 +156,22 @@ def serving_lines(out: dict[str, Any]) -> list[str]:
         ]
     if "rps" in out:
 
-        def ms(v: float | None) -> str:
-            return "lost requests" if v is None else text.seconds(v / 1000)
+        def ms(v: float | None, tail: str) -> str:
+            # None: more than the tail never got there (lost, or unfinished when the
+            # run stopped once a rule had fired), so the percentile is unbounded
+            return (
+                f"unbounded (over {tail} lost or unfinished)"
+                if v is None
+                else text.seconds(v / 1000)
+            )
 
         lines += [
             f"  offered      {text.rps(out['rps'])} requests/s (Poisson); the server "
             f"saturates at {text.rps(out['saturation_rps'])}",
-            f"  TTFT         p50 {ms(out['ttft_ms_p50'])}, p99 {ms(out['ttft_ms_p99'])}",
-            f"  latency      p99 {ms(out['e2e_ms_p99'])}; goodput {text.rps(out['goodput_rps'])}"
+            f"  TTFT         p50 {ms(out['ttft_ms_p50'], 'half')}, "
+            f"p99 {ms(out['ttft_ms_p99'], '1 %')}",
+            f"  latency      p99 {ms(out['e2e_ms_p99'], '1 %')}; "
+            f"goodput {text.rps(out['goodput_rps'])}"
             f" requests/s; {text.share(out['lost_share'])} lost",
             f"  verdict      {out['bottleneck']}",
         ]

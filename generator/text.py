@@ -45,9 +45,17 @@ def rps(x: float | None) -> str:
 
     >>> rps(1940.4), rps(12.34), rps(1.234), rps(0.0523), rps(0.0000123)
     ('1,940', '12.3', '1.23', '0.0523', '0.0000123')
+
+    A rate is first taken to the six significant digits ``results.csv`` keeps,
+    so a page writes the same figure whether it read the rate from memory or
+    from the published table (2.7550000001 and 2.755 both read 2.75):
+
+    >>> rps(2.7550000001), rps(2.755)
+    ('2.75', '2.75')
     """
     if x is None:
         return "n/a"
+    x = float(f"{x:.6g}")
     if x >= 100:
         return f"{x:,.0f}"
     if x >= 10:
@@ -170,7 +178,7 @@ def verdict(r: CapacityResult, serving: Any, s: Any, band_pct: int | None) -> st
     if not r.fits:
         return capacity_verdict(r)
     if serving is None:
-        return "fits; not simulated: no bandwidth or FLOPS figure for this device"
+        return f"fits; not simulated: {missing_figure(r)}"
     if not serving.usable:
         tps = serving.single.tokens_per_s_per_user
         return (
@@ -186,6 +194,17 @@ def verdict(r: CapacityResult, serving: Any, s: Any, band_pct: int | None) -> st
         f"breaks at {rps(b.rate)} rps ±{band_pct} %: {rule_text(b.rule, s)}; "
         f"{plural(serving.max_concurrency, 'request')} at once"
     )
+
+
+def missing_figure(r: CapacityResult) -> str:
+    """Why a config that fits cannot be simulated under load: the figure its device lacks."""
+    if r.decode_tokens_per_s is not None and r.prefill_tokens_per_s is None:
+        return (
+            "no published dense FLOPS figure for this device, so its prompt phase cannot be timed"
+        )
+    if r.decode_tokens_per_s is None and r.prefill_tokens_per_s is not None:
+        return "no memory bandwidth figure for this device"
+    return "no bandwidth or FLOPS figure for this device"
 
 
 def bottleneck(r: CapacityResult, serving: Any, s: Any) -> str:

@@ -11,6 +11,7 @@ from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
     Finite,
+    Whole,
     catalog_option,
     jobs_option,
     load,
@@ -32,14 +33,14 @@ from backpressure.generator.sweep.run import default_jobs
 )
 @click.option(
     "--sample",
-    type=click.IntRange(min=1),
+    type=Whole(min=1),
     default=None,
     help="With a site directory as TARGET: check this many configs, drawn with --seed "
     "(default: every config).",
 )
 @click.option(
     "--seed",
-    type=click.IntRange(0, 2**32 - 1),
+    type=Whole(0, 2**32 - 1),
     default=0,
     show_default=True,
     help="Seed of the --sample draw.",

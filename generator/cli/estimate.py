@@ -11,6 +11,7 @@ from backpressure.generator.cli.options import (
     CONTEXT,
     BadInput,
     Finite,
+    Whole,
     catalog_option,
     load,
     positive,
@@ -85,7 +86,7 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--gpus",
-    type=click.IntRange(min=1, max=64),
+    type=Whole(min=1, max=64),
     default=1,
     show_default=True,
     help="GPUs of the --gpu model sharing the weights, split as the runtime splits them "
@@ -115,7 +116,7 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(min=1, max=65_536),
+    type=Whole(min=1, max=65_536),
     help="Serve N users in a closed loop and report TTFT, TPOT and throughput.",
 )
 @click.option(
@@ -126,22 +127,22 @@ def _dump(obj: object) -> str:
 )
 @click.option(
     "--prompt-tokens",
-    type=click.IntRange(min=1, max=1_048_576),
+    type=Whole(min=1, max=1_048_576),
     help="Prompt tokens per request (default: the catalog settings').",
 )
 @click.option(
     "--output-tokens",
-    type=click.IntRange(min=2, max=1_048_576),
+    type=Whole(min=2, max=1_048_576),
     help="Output tokens per request (default: the catalog settings').",
 )
 @click.option(
     "--max-num-seqs",
-    type=click.IntRange(min=1, max=65_536),
+    type=Whole(min=1, max=65_536),
     help="vLLM max_num_seqs, or llama.cpp slots (default: the runtime's).",
 )
 @click.option(
     "--max-num-batched-tokens",
-    type=click.IntRange(min=16, max=1_048_576),
+    type=Whole(min=16, max=1_048_576),
     help="vLLM per-step token budget, or llama.cpp n_batch (default: the runtime's).",
 )
 @click.option(

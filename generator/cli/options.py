@@ -13,6 +13,23 @@ from backpressure.catalog.errors import CatalogError
 from backpressure.catalog.loader import Catalog, load_catalog
 
 
+class Whole(click.IntRange):
+    """An integer flag: ``1.5`` is refused as not a whole number.
+
+    ``click.IntRange`` says "'1.5' is not a valid integer range", which names
+    the type, not the mistake.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse as an integer, naming a fraction as such, then check the range."""
+        if not isinstance(value, int):
+            try:
+                value = int(str(value).strip())
+            except ValueError:
+                self.fail(f"{value!r} is not a whole number.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class BadInput(click.ClickException):
     """One clear line on stderr, exit code 2."""
 
@@ -42,7 +59,7 @@ catalog_option = click.option(
 
 jobs_option = click.option(
     "--jobs",
-    type=click.IntRange(min=1, max=256),
+    type=Whole(min=1, max=256),
     default=None,
     help="Worker processes (default: one per core).",
 )

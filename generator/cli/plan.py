@@ -11,6 +11,7 @@ import click
 from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
+    Whole,
     catalog_option,
     jobs_option,
     load,
@@ -118,7 +119,7 @@ def _read(cat: Catalog, where: Path | None, model: str | None, device: str | Non
 )
 @click.option(
     "--top",
-    type=click.IntRange(min=0),
+    type=Whole(min=0),
     default=20,
     show_default=True,
     help="Plans the table shows (0: all; --json always lists all).",

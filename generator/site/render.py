@@ -27,7 +27,7 @@ from backpressure.generator.site.escape import (
     source_md,
     source_short_md,
 )
-from backpressure.generator.text import band, gib, params_b, rps, tokens
+from backpressure.generator.text import band, gib, number, params_b, rps, tokens
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, pass_context
 from jinja2.runtime import Context
 from markupsafe import Markup, escape
@@ -88,6 +88,7 @@ FILTERS = {
     "yaml_str": yaml_str,
     "gib": gib,
     "rps": rps,
+    "sig3": number,
     "band": band,
     "params_b": params_b,
     "tokens": tokens,

@@ -41,6 +41,18 @@
     return out;
   }
 
+  // A layer drawn from an empty dataset (no breaking rate: no band to shade) is left
+  // out, so Vega does not compute an infinite extent for it.
+  function pruned(spec, datasets) {
+    if (!spec.layer) return spec;
+    var out = Object.assign({}, spec);
+    out.layer = spec.layer.filter(function (l) {
+      var name = l.data && l.data.name;
+      return !(name && datasets[name] && datasets[name].length === 0);
+    }).map(function (l) { return pruned(l, datasets); });
+    return out;
+  }
+
   function drawCharts() {
     var holder = document.getElementById("bp-chart-data");
     if (!holder || !window.vegaEmbed || !window.BP_SPECS) return;
@@ -48,7 +60,8 @@
     document.querySelectorAll(".bp-chart[data-kind]").forEach(function (box) {
       var kind = box.getAttribute("data-kind");
       if (!data[kind] || !window.BP_SPECS[kind]) return;
-      var spec = sized(Object.assign({}, window.BP_SPECS[kind], { datasets: unpackAll(data[kind]) }), box.clientWidth);
+      var datasets = unpackAll(data[kind]);
+      var spec = sized(pruned(Object.assign({}, window.BP_SPECS[kind], { datasets: datasets }), datasets), box.clientWidth);
       var target = document.createElement("div");
       target.className = "bp-vega";
       box.appendChild(target);

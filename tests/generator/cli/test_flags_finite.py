@@ -55,3 +55,13 @@ def test_out_of_range_and_other_commands(capsys, args):
 def test_a_finite_value_still_works(capsys):
     assert main([*ADHOC, "--bandwidth-gbps", "1008", "--overhead-gb", "2"]) == 0
     assert "slots" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["1.5", "2e3", "four"])
+@pytest.mark.parametrize("flag", ["--concurrency", "--max-num-seqs", "--prompt-tokens"])
+def test_whole_number_flags_name_a_fraction_as_such(capsys, flag, value):
+    assert main([*ADHOC, "--concurrency", "4", flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"{value!r} is not a whole number" in err
+    assert flag in err

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jinja2
 import pytest
+from backpressure.generator import text
 from backpressure.generator.site import charts, render
 from backpressure.generator.site.mkdocs_step import hub_pages
 from backpressure.generator.site.model import SiteModel
@@ -174,3 +177,39 @@ def test_a_hybrid_models_page_says_which_layers_cache_and_what_the_rest_hold(cat
     dense = env.get_template("pages/model.md.j2").render(**model_context(cat, "llama-3.1-8b", []))
     assert "fixed-state layers" not in dense
     assert "| layers | 32 | config.json |" in unescape(dense)
+
+
+def _config_html(model, row) -> str:
+    env = render.make_env()
+    curves = model.curves[row.config_id]
+    lim = Limits.of(model.cat)
+    data = charts.datasets_for(row, curves, lim)
+    ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data, lim)
+    ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
+    ctx["siblings"] = model.siblings.of(row, lambda d: d)
+    return env.get_template("config.html.j2").render(**ctx)
+
+
+def test_a_config_that_fails_at_any_load_publishes_no_rate_with_a_band(model):
+    # The rule's own rate is the lowest rate tried: the table says so, with no band,
+    # as the headline does; a band would present it as a breaking rate.
+    base = next(r for r in model.rows if r.fits and r.ttft_break_rps is not None)
+    low = base.ttft_break_rps / 10
+    row = dataclasses.replace(
+        base,
+        breaking_rps=None,
+        breaking_rps_low=None,
+        breaking_rps_high=None,
+        fails_at_any_load=True,
+        breaking_rule="ttft",
+        ttft_break_rps=low,
+    )
+    html = _config_html(model, row)
+    table = html[html.index('<h2 id="breaking-points">') : html.index('<p class="bp-band">')]
+    assert "<strong>Fails at any load</strong>" in table
+    assert f"fires at the lowest rate tried, {text.rps(low)} rps" in table
+    ttft_row = table[table.index("TTFT breaks") :].split("</tr>")[0]
+    assert "±" not in ttft_row
+    saturation = table[table.index("Saturation (closed loop)") :].split("</tr>")[0]
+    assert f"{text.rps(row.saturation_rps)} rps" in saturation
+    assert "lowest rate tried" not in saturation
