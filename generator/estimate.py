@@ -153,9 +153,15 @@ def _model(cat: Catalog, args: EstimateArgs) -> tuple[str, ModelArch | None, int
     if args.model_config is not None:
         try:
             # bounded in size and depth before anything is parsed into memory
-            arch = parse_config(read_config_json(args.model_config))
+            raw = read_config_json(args.model_config)
+            arch = parse_config(raw)
         except ConfigError as exc:
             raise UserError(f"{args.model_config}: {exc}") from exc
+        # Without _name_or_path a config.json names only its model_type ("llama"):
+        # the file says which model the reader meant.
+        if not raw.get("_name_or_path"):
+            file = "".join(c if c.isprintable() else "?" for c in args.model_config.name)[:100]
+            arch = dataclasses.replace(arch, name=f"{file} ({arch.name})")
         return arch.name, arch, None
     if args.model is not None:
         mid, arch = resolve.model_arch(cat, args.model)

@@ -131,6 +131,19 @@ def test_model_config_file(tmp_path, capsys, cat):
     assert json.loads(out)["total_params"] == cat.archs["qwen3-8b"].total_params
 
 
+def test_a_model_config_without_a_name_is_called_by_its_file(tmp_path, capsys, cat):
+    config = {k: v for k, v in cat.models["qwen3-8b"].config.items() if k != "_name_or_path"}
+    cfg = tmp_path / "my-finetune.json"
+    cfg.write_text(json.dumps(config))
+    argv = ["estimate", "--gpu", "l4", "--model-config", str(cfg), "--quant", "q8_0"]
+    code, out, _ = run(capsys, [*argv, "--context", "4096"])
+    assert code == 0
+    assert out.splitlines()[0].split(" · ")[1] == "my-finetune.json (qwen3)"
+    code, _, err = run(capsys, [*argv, "--context", "1000000"])
+    assert code == 2
+    assert "'my-finetune.json (qwen3)'" in err
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
