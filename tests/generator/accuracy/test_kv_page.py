@@ -137,35 +137,29 @@ def test_a_published_family_without_logs_is_listed_as_unchecked() -> None:
     }
 
 
-def test_granite_h_350m_pool_reproduces_its_log():
-    # ROCm issue 5724 (vLLM 0.15.0rc3): "Setting attention block size to 400 tokens",
-    # "Padding mamba page size by 1.39%", "Available KV cache memory: 107.5 GiB",
-    # "GPU KV cache size: 3,522,400 tokens", "Maximum concurrency for 32,768 tokens
-    # per request: 791.58x"; the keys are those of benchmarks/data/vllm_kv_archs.yaml
-    arch = extra_archs()["ibm-granite/granite-4.0-h-350m"]
-    pool = vllm_pool(arch, 2.0, 32768, 8192, gpus=1)
+# Two vLLM logs of Granite 4.0-H. ROCm issue 5724 (vLLM 0.15.0rc3): "Setting attention
+# block size to 400 tokens", "Padding mamba page size by 1.39%", "Available KV cache
+# memory: 107.5 GiB", "GPU KV cache size: 3,522,400 tokens", "Maximum concurrency for
+# 32,768 tokens per request: 791.58x". am-dev-75/retriva-docs (vLLM 0.19.0, RTX 3060):
+# block 400, "Padding mamba page size by 1.59%", "Available KV cache memory: 4.09 GiB",
+# "GPU KV cache size: 53,200 tokens", "... 4,096 tokens per request: 66.95x"; the log
+# rounds the memory, and 4.0875 GiB (the low end of that rounding) gives its blocks.
+# The keys are those of benchmarks/data/vllm_kv_archs.yaml; the Mamba-2 state is conv
+# (3 x (d_inner + 2 x 128)) + SSM (48 heads x head dim x 128), 2 bytes each.
+@pytest.mark.parametrize(
+    ("repo", "max_len", "batched", "d_inner", "head_dim", "padding", "gib", "tokens", "conc"),
+    [
+        ("ibm-granite/granite-4.0-h-350m", 32768, 8192, 1536, 32, 1.39, 107.5, 3_522_400, 791.58),
+        ("ibm-granite/granite-4.0-h-1b", 4096, 2048, 3072, 64, 1.59, 4.0875, 53_200, 66.95),
+    ],
+)
+def test_granite_h_pool_reproduces_its_log(
+    repo, max_len, batched, d_inner, head_dim, padding, gib, tokens, conc
+):
+    pool = vllm_pool(extra_archs()[repo], 2.0, max_len, batched, gpus=1)
     assert pool.block == 400
-    # Mamba-2 state: conv (3 x (1536 + 2 x 128)) + SSM (48 heads x 32 x 128), 2 bytes each
-    state = (3 * (1536 + 2 * 128) + 48 * 32 * 128) * 2
-    assert round(100 * (pool.page_bytes - state) / state, 2) == 1.39
-    avail = int(107.5 * 2**30)
-    assert pool.reported_tokens(avail) == 3_522_400
-    assert pool.max_concurrency(avail) == pytest.approx(791.58, abs=0.01)
-
-
-def test_granite_h_1b_pool_reproduces_its_log():
-    # am-dev-75/retriva-docs (vLLM 0.19.0, RTX 3060): "Setting attention block size to
-    # 400 tokens", "Padding mamba page size by 1.59%", "Available KV cache memory: 4.09
-    # GiB", "GPU KV cache size: 53,200 tokens", "Maximum concurrency for 4,096 tokens per
-    # request: 66.95x"
-    arch = extra_archs()["ibm-granite/granite-4.0-h-1b"]
-    pool = vllm_pool(arch, 2.0, 4096, 2048, gpus=1)
-    assert pool.block == 400
-    # Mamba-2 state: conv (3 x (3072 + 2 x 128)) + SSM (48 heads x 64 x 128), 2 bytes each
-    state = (3 * (3072 + 2 * 128) + 48 * 64 * 128) * 2
-    assert round(100 * (pool.page_bytes - state) / state, 2) == 1.59
-    # The log rounds the memory to 4.09 GiB; 4.0875 GiB (the low end of that rounding)
-    # gives the logged blocks: ten groups share them, 20 blocks a request
-    avail = int(4.0875 * 2**30)
-    assert pool.reported_tokens(avail) == 53_200
-    assert pool.max_concurrency(avail) == pytest.approx(66.95, abs=0.01)
+    state = (3 * (d_inner + 2 * 128) + 48 * head_dim * 128) * 2
+    assert round(100 * (pool.page_bytes - state) / state, 2) == padding
+    avail = int(gib * 2**30)
+    assert pool.reported_tokens(avail) == tokens
+    assert pool.max_concurrency(avail) == pytest.approx(conc, abs=0.01)

@@ -50,17 +50,21 @@ def test_every_hub_template_renders(model):
     }
 
 
-@pytest.mark.parametrize("index", range(11))
-def test_config_template_renders_for_every_fixture_combo(model, index):
+def _config_html(model, row) -> str:
     env = render.make_env()
-    row = model.rows[index]
     curves = model.curves[row.config_id]
     lim = Limits.of(model.cat)
     data = charts.datasets_for(row, curves, lim)
     ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data, lim)
     ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
     ctx["siblings"] = model.siblings.of(row, lambda d: d)
-    html = env.get_template("config.html.j2").render(**ctx)
+    return env.get_template("config.html.j2").render(**ctx)
+
+
+@pytest.mark.parametrize("index", range(11))
+def test_config_template_renders_for_every_fixture_combo(model, index):
+    row = model.rows[index]
+    html = _config_html(model, row)
     assert row.config_id in html
     assert "every config on this device" in html
 
@@ -177,17 +181,6 @@ def test_a_hybrid_models_page_says_which_layers_cache_and_what_the_rest_hold(cat
     dense = env.get_template("pages/model.md.j2").render(**model_context(cat, "llama-3.1-8b", []))
     assert "fixed-state layers" not in dense
     assert "| layers | 32 | config.json |" in unescape(dense)
-
-
-def _config_html(model, row) -> str:
-    env = render.make_env()
-    curves = model.curves[row.config_id]
-    lim = Limits.of(model.cat)
-    data = charts.datasets_for(row, curves, lim)
-    ctx = config_context(model.cat, row, curves, model.nearest.get(row.config_id, []), data, lim)
-    ctx.update(fallback=fallbacks(data), badge_alt="alt", snippet="snippet")
-    ctx["siblings"] = model.siblings.of(row, lambda d: d)
-    return env.get_template("config.html.j2").render(**ctx)
 
 
 def test_a_config_that_fails_at_any_load_publishes_no_rate_with_a_band(model):
