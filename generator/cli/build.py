@@ -89,6 +89,7 @@ def build_command(
     from backpressure.catalog.loader import load_catalog
     from backpressure.generator.paths import MKDOCS_YML
     from backpressure.generator.site.build import build_site
+    from backpressure.generator.site.hosting import size_line
     from backpressure.generator.site.publish import guard
     from backpressure.generator.site.publish.assemble import SiteError
 
@@ -118,3 +119,8 @@ def build_command(
     )
     phases = [("sweep", swept)] if results is None else []
     click.echo("  seconds: " + ", ".join(f"{n} {s:.1f}" for n, s in [*phases, *report.phases]))
+    size, over = size_line(report.total_bytes, report.files)
+    click.echo(f"  {size}")
+    if over:
+        # the site is complete and published here; a Pages deploy of it would fail
+        click.echo(f"backpressure: warning: too large for GitHub Pages: {size}", err=True)

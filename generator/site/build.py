@@ -66,6 +66,7 @@ class BuildReport:
     removed: tuple[str, ...] = ()
     phases: tuple[tuple[str, float], ...] = ()
     cpu: tuple[tuple[str, float], ...] = ()
+    total_bytes: int = 0
 
 
 def validate(m: SiteModel, files: set[str], site: Path, known: dict[str, list[str]]) -> None:
@@ -241,6 +242,7 @@ def _build(
         raise
     html = [f for f in files if f.endswith(".html")]
     html_bytes = sum((tmp / f).stat().st_size for f in html)
+    total_bytes = sum((tmp / f).stat().st_size for f in files)
     site_tree.publish(tmp, out)
     cache.save_index()
     cache.prune()
@@ -258,4 +260,5 @@ def _build(
         diff.removed,
         tuple(clock.phases.items()),
         tuple(clock.cpu.items()),
+        total_bytes,
     )

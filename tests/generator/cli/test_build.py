@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 from backpressure.generator.cli.build import build_command
+from backpressure.generator.site import hosting
 from click.testing import CliRunner
 
 from tests.generator.fixtures import write_fixture
 
 
-def test_build_reuses_results(tmp_path, cat):
+def test_build_reuses_results(tmp_path, cat, monkeypatch):
     write_fixture(tmp_path / "sweep", cat=cat)
     out = tmp_path / "site"
-    res = CliRunner().invoke(
-        build_command, ["--results", str(tmp_path / "sweep"), "--out", str(out)]
-    )
+    argv = ["--results", str(tmp_path / "sweep"), "--out", str(out)]
+    res = CliRunner().invoke(build_command, argv)
     assert res.exit_code == 0, res.output
     assert "11 configs" in res.output
     assert (out / "index.html").is_file()
+    # The size line counts what was published, against what GitHub Pages takes.
+    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    files = sum(1 for p in out.rglob("*") if p.is_file())
+    assert f"size: {total / 1e9:.3f} GB in {files:,} files" in res.stdout
+    assert "under the 1 GB GitHub Pages publishes" in res.stdout
+    assert "warning" not in res.stderr
+    # Over the limit the site is still built and published here, with a warning.
+    monkeypatch.setattr(hosting, "PAGES_MAX_BYTES", total // 2)
+    res = CliRunner().invoke(build_command, argv)
+    assert res.exit_code == 0, res.output
+    assert "100.0 % over the 1 GB GitHub Pages publishes" in res.stdout
+    assert res.stderr.startswith("backpressure: warning: too large for GitHub Pages: size: ")
 
 
 def test_build_runs_the_sweep_when_no_results(tmp_path, cat, monkeypatch):
