@@ -40,6 +40,15 @@ def room(n: float) -> str:
     return gib(n) if n >= 0 else short_by(-n)
 
 
+def sig(x: float, digits: int = 6) -> float:
+    """Round to significant digits, as ``results.csv`` and the JSON publish numbers.
+
+    >>> sig(2.7550000001), sig(1234567.0), sig(0.000123456789, 4)
+    (2.755, 1234570.0, 0.0001235)
+    """
+    return float(f"{x:.{digits}g}")
+
+
 def rps(x: float | None) -> str:
     """A request rate with precision that suits its size.
 
@@ -55,7 +64,7 @@ def rps(x: float | None) -> str:
     """
     if x is None:
         return "n/a"
-    x = float(f"{x:.6g}")
+    x = sig(x)
     if x >= 100:
         return f"{x:,.0f}"
     if x >= 10:

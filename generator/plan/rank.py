@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.plan.concurrency import point_at_rate
+from backpressure.generator.text import sig
 
 STATUSES = ("serves", "fails-at-any-load", "too-slow", "does-not-fit", "not-simulated")
 
@@ -186,11 +187,6 @@ def with_names(frame: pd.DataFrame, cat: Catalog) -> pd.DataFrame:
         out["quant"].map({k: v.name for k, v in cat.quants.items()}).astype("string")
     )
     return out
-
-
-def sig(x: float, digits: int = 6) -> float:
-    """Round to significant digits, as the sweep publishes its numbers."""
-    return float(f"{x:.{digits}g}")
 
 
 def plain(value: Any) -> Any:

@@ -13,11 +13,7 @@ from backpressure.generator import resolve, text
 from backpressure.generator.records import Curves
 from backpressure.generator.resolve import Config
 from backpressure.generator.sweep.rig import LoadSettings, Serving
-
-
-def sig(x: float, digits: int = 6) -> float:
-    """Round to significant digits so published numbers are short and stable."""
-    return float(f"{x:.{digits}g}")
+from backpressure.generator.text import sig
 
 
 def _opt(x: float | None, digits: int = 6) -> float | None:
