@@ -241,8 +241,9 @@ def _build(
         cache.report_damage()
         raise
     html = [f for f in files if f.endswith(".html")]
-    html_bytes = sum((tmp / f).stat().st_size for f in html)
-    total_bytes = sum((tmp / f).stat().st_size for f in files)
+    sizes = {f: (tmp / f).stat().st_size for f in files}  # one stat a file
+    html_bytes = sum(sizes[f] for f in html)
+    total_bytes = sum(sizes.values())
     site_tree.publish(tmp, out)
     cache.save_index()
     cache.prune()
