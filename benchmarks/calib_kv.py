@@ -59,7 +59,7 @@ def kv_report(cat: Catalog) -> None:
     pts = vllm_checks(cat)
     print(
         f"KV tokens (vLLM startup logs): {len(pts)} rows matching catalog models"
-        " (or an architecture of benchmarks/data/vllm_kv_archs.yaml)"
+        " (or an architecture of benchmarks/data/calibration_archs.yaml)"
     )
     print(
         f"  the v{FIT_RELEASE} {FIT_GPU} rows of {FIT_FILE} fitted the vLLM constants;"

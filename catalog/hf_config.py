@@ -25,8 +25,10 @@ from backpressure.catalog.hf_fields import (
     experts_per_token,
     gqa_attention,
     gqa_params,
+    head_dim,
     int_,
     int_list,
+    kv_heads,
 )
 from backpressure.engine.arch import Attention, Experts, ModelArch
 from backpressure.engine.params import gated_mlp_params, mla_attention_params
@@ -198,6 +200,28 @@ def _parse_glm4_moe(cfg: Mapping[str, Any]) -> ModelArch:
     return assemble(cfg, layers, _gqa_attention(cfg, "glm"), experts, tied_default=False)
 
 
+def _parse_minimax_m2(cfg: Mapping[str, Any]) -> ModelArch:
+    """MiniMax-M2 (MiniMaxM2ForCausalLM): Mixtral's layout with q/k norms and a router bias.
+
+    transformers ``modeling_minimax_m2.py``: every layer routes to
+    ``num_local_experts`` SwiGLU experts of ``intermediate_size`` (there is no
+    dense MLP and no shared expert), a sigmoid router with a per-expert
+    ``e_score_correction_bias``, and full grouped-query attention whose q and k
+    are RMS-normed. The MTP modules (``num_mtp_modules``) are not loaded for
+    serving and are not counted.
+    """
+    hidden = int_(cfg, "hidden_size")
+    # per-layer q/k norms span every head (qk_norm_type per_layer), not one head's width
+    norms = (int_(cfg, "num_attention_heads") + kv_heads(cfg)) * head_dim(cfg)
+    attention = gqa_params(cfg, False, False) + norms
+    base = Layer(attention, 0, 0, 2 * hidden)
+    layer, experts = _moe_layer(cfg, base, "num_local_experts", "intermediate_size")
+    n = experts.num_experts
+    layer = Layer(layer.attention, layer.mlp_total + n, layer.mlp_active + n, layer.norms)
+    layers = [layer] * int_(cfg, "num_hidden_layers")
+    return assemble(cfg, layers, _gqa_attention(cfg, "mistral"), experts, tied_default=False)
+
+
 def _parse_gemma3(cfg: Mapping[str, Any]) -> ModelArch:
     text = cfg.get("text_config")
     merged = {**GEMMA3_TEXT_DEFAULTS, **(text if isinstance(text, Mapping) else cfg)}
@@ -240,6 +264,7 @@ PARSERS: dict[str, _Parser] = {
     "gemma3_text": _parse_gemma3,
     "mixtral": _parse_mixtral,
     "qwen3_moe": _parse_qwen3_moe,
+    "minimax_m2": _parse_minimax_m2,
     "deepseek_v2": _parse_deepseek,
     "deepseek_v3": _parse_deepseek,
     # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type (remote code).

@@ -20,11 +20,7 @@ accuracy page shows them (:func:`kv_context` in ``page``).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
-from typing import Any
 
-import yaml
-from backpressure.catalog.hf_config import parse_config
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import batched_tokens, estimate
@@ -32,7 +28,8 @@ from backpressure.engine.inputs import Device
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
-from backpressure.generator.accuracy.rows import DATA, data_rows
+from backpressure.generator.accuracy.archs import extra_archs, extra_quants, model_id
+from backpressure.generator.accuracy.rows import data_rows
 
 FAMILIES = ("full", "sliding", "hybrid-linear", "hybrid-mamba")
 FIT_FILE, FIT_RELEASE, FIT_GPU = "vllm_kv_cache.csv", "0.19.0", "H100 80GB HBM3"
@@ -151,32 +148,6 @@ class LlamaCppKv:
         return self.predicted_mib / self.logged_mib - 1
 
 
-@cache
-def extra_archs() -> dict[str, ModelArch]:
-    """Architectures of logged checkpoints the catalog does not publish, by repo.
-
-    ``benchmarks/data/vllm_kv_archs.yaml`` holds their keys with sources; the
-    allocator check needs only the layout, so a log of such a model still tests
-    the pool. The end-to-end check needs weights too: an entry names a catalog
-    quant (:func:`extra_quants`) only where its checkpoint loads unquantized, so
-    the weights follow from the keys alone.
-    """
-    return {repo: parse_config(e["config"]) for repo, e in sorted(_extra_entries().items())}
-
-
-@cache
-def extra_quants() -> dict[str, str]:
-    """The catalog quant of each calibration-only checkpoint that names one, by repo."""
-    return {repo: e["quant"] for repo, e in sorted(_extra_entries().items()) if "quant" in e}
-
-
-@cache
-def _extra_entries() -> dict[str, dict[str, Any]]:
-    with (DATA / "vllm_kv_archs.yaml").open(encoding="utf-8") as fh:
-        entries: dict[str, dict[str, Any]] = yaml.safe_load(fh)
-    return entries
-
-
 def family_of(cat: Catalog, mid: str) -> str:
     """A model's KV family: how its layers hold context (full, sliding, MLA, hybrid)."""
     return family(cat.archs[mid])
@@ -229,7 +200,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
             # a model the site does not publish is named by its repo; without a quant
             # (a quantized checkpoint the catalog does not describe): allocator only
             if extra:
-                mid, quant = repo.rpartition("/")[2], extra_quants().get(repo, "")
+                mid, quant = model_id(repo), extra_quants().get(repo, "")
             else:
                 mid, quant = MODELS.get(repo, ("", ""))
             arch = extra or cat.archs.get(mid)

@@ -289,7 +289,7 @@ def kv_context(cat: Catalog) -> dict[str, Any]:
     return {
         "rows": len(rows),
         "held": len(held),
-        # logs of checkpoints the site does not publish (vllm_kv_archs.yaml)
+        # logs of checkpoints the site does not publish (calibration_archs.yaml)
         "extra": sorted({r.model for r in rows if r.model not in cat.archs}),
         "families": families,
         "fitted": {"n": len(fitted), "median": _median_pct(fitted)},

@@ -85,6 +85,7 @@ CONFIG_VALUES = st.one_of(
             "qwen2",
             "qwen3",
             "qwen3_moe",
+            "minimax_m2",
             "gemma2",
             "gemma3",
             "phi3",

@@ -106,3 +106,20 @@ def test_glm_4_6_is_glm_4_5_with_a_longer_context(cat):
     assert (glm46.total_params, glm46.active_params) == (glm45.total_params, glm45.active_params)
     assert glm46.attention == glm45.attention
     assert (glm45.max_context, glm46.max_context) == (131072, 202752)
+
+
+def test_minimax_m2_is_every_layer_moe_with_full_attention():
+    # the serving checks' MiniMax-M2.5 (benchmarks/data/calibration_archs.yaml):
+    # published as 230B total, 10B active (transformers' model_doc/minimax_m2.md)
+    from backpressure.generator.accuracy.archs import extra_archs
+
+    arch = extra_archs()["MiniMaxAI/MiniMax-M2.5"]
+    assert arch.total_params == pytest.approx(230e9, rel=TOTAL_REL)
+    assert arch.active_params - arch.embedding_params == pytest.approx(10e9, rel=ACTIVE_REL)
+    experts = arch.experts
+    assert experts is not None
+    assert (experts.num_experts, experts.experts_per_token, experts.moe_layers) == (256, 8, 62)
+    assert experts.expert_params == 3 * 3072 * 1536  # gate, up and down of one SwiGLU expert
+    assert set(arch.attention.window_per_layer) == {0}
+    # 62 layers x 8 KV heads x 128 x (K and V) x 2 bytes
+    assert kv_bytes_per_token(arch.attention, 2.0) == 62 * 8 * 128 * 2 * 2

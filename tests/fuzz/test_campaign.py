@@ -144,6 +144,7 @@ MODEL_TYPES = [
     "qwen2",
     "qwen3",
     "qwen3_moe",
+    "minimax_m2",
     "gemma2",
     "gemma3",
     "phi3",

@@ -9,11 +9,11 @@ from unittest import mock
 import pytest
 from backpressure.catalog.loader import load_catalog
 from backpressure.engine.kv_pool import vllm_pool
+from backpressure.generator.accuracy.archs import extra_archs
 from backpressure.generator.accuracy.kv import (
     FIT_FILE,
     FIT_GPU,
     FIT_RELEASE,
-    extra_archs,
     llama_cpp_checks,
     vllm_checks,
 )
@@ -144,7 +144,7 @@ def test_a_published_family_without_logs_is_listed_as_unchecked() -> None:
 # block 400, "Padding mamba page size by 1.59%", "Available KV cache memory: 4.09 GiB",
 # "GPU KV cache size: 53,200 tokens", "... 4,096 tokens per request: 66.95x"; the log
 # rounds the memory, and 4.0875 GiB (the low end of that rounding) gives its blocks.
-# The keys are those of benchmarks/data/vllm_kv_archs.yaml; the Mamba-2 state is conv
+# The keys are those of benchmarks/data/calibration_archs.yaml; the Mamba-2 state is conv
 # (3 x (d_inner + 2 x 128)) + SSM (48 heads x head dim x 128), 2 bytes each.
 @pytest.mark.parametrize(
     ("repo", "max_len", "batched", "d_inner", "head_dim", "padding", "gib", "tokens", "conc"),
