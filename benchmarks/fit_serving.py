@@ -51,6 +51,7 @@ from backpressure.engine.serving.model import StepCost
 from backpressure.engine.serving.spec import bandwidth_factor, compute_efficiency
 from backpressure.generator import resolve
 from backpressure.generator.accuracy import batched
+from backpressure.generator.accuracy.archs import arch_of
 from backpressure.generator.accuracy.serving import (
     METRICS,
     Case,
@@ -272,12 +273,12 @@ def fit_moe(
 
 # vLLM's fixed time per MoE layer of a pass: its fused MoE kernel is not llama.cpp's,
 # whose per-layer figure (moe_layer_overhead_s_<platform>) comes from llama-bench
-MOE_LAYER_GRID = [i * 2.5e-6 for i in range(21)]  # 0 to 50 us
+MOE_LAYER_GRID = [i * 2.5e-6 for i in range(41)]  # 0 to 100 us
 
 
 def with_moe_layer(cat: Catalog, k: Constants, case: Case, rep: Replay, seconds: float) -> Replay:
     """The case's replay with its passes paying ``seconds`` per MoE layer."""
-    trial = pass_overhead_s(device(cat, case.gpu, case.gpus), k, cat.archs[case.model], seconds)
+    trial = pass_overhead_s(device(cat, case.gpu, case.gpus), k, arch_of(cat, case.model), seconds)
     cost = replace(rep.server.cost, pass_overhead_s=trial)
     return replace(rep, server=replace(rep.server, cost=cost))
 
@@ -351,7 +352,7 @@ def fit_llama(cat: Catalog) -> tuple[dict[str, float], float, int]:
 def main() -> int:
     cat = load_catalog()
     cases, _ = load_cases(cat)
-    chosen = [c for c in cases if c.v1 and not c.holdout and not cat.archs[c.model].is_moe]
+    chosen = [c for c in cases if c.v1 and not c.holdout and not arch_of(cat, c.model).is_moe]
     prepared = [(c, p) for c in chosen if (p := prepare(cat, c)) is not None]
     print(
         f"fitting on {len(prepared)} dense vLLM V1 cases in "
@@ -370,7 +371,7 @@ def main() -> int:
         resolve.constants(cat),
         serving_moe_efficiency={"vllm": 1.0, "vllm_tp": 1.0, "llama.cpp": 1.0},
     )
-    moe = [c for c in cases if c.v1 and not c.holdout and cat.archs[c.model].is_moe]
+    moe = [c for c in cases if c.v1 and not c.holdout and arch_of(cat, c.model).is_moe]
     moe_prepared = [(c, p) for c in moe if (p := prepare(cat, c, moe_consts)) is not None]
     seconds, effs, moe_loss = fit_moe_layer(cat, moe_prepared, theta)
     for key, split in (("vllm", False), ("vllm_tp", True)):

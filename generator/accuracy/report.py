@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from backpressure.catalog.loader import Catalog
 from backpressure.generator.accuracy import batched
+from backpressure.generator.accuracy.archs import arch_of
 from backpressure.generator.accuracy.batched import BatchedCase
 from backpressure.generator.accuracy.serving import CONSUMER, METRICS, Case, load_cases, replay
 
@@ -54,7 +55,7 @@ def group_of(cat: Catalog, case: Case) -> str:
             case.framework, case.framework
         )
     device = "consumer" if case.gpu in CONSUMER else "datacenter"
-    kind = "MoE" if cat.archs[case.model].is_moe else "dense"
+    kind = "MoE" if arch_of(cat, case.model).is_moe else "dense"
     return f"{runtime} · {device} · {kind}"
 
 
@@ -118,7 +119,7 @@ def batched_group(cat: Catalog, case: BatchedCase) -> str:
         if gpu.memory_kind == "unified"
         else "datacenter"
     )
-    kind = "MoE" if cat.archs[case.model].is_moe else "dense"
+    kind = "MoE" if arch_of(cat, case.model).is_moe else "dense"
     return f"llama.cpp · {device} · {kind}"
 
 

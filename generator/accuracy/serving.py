@@ -35,6 +35,7 @@ from backpressure.engine.serving.run import Run, serve
 from backpressure.engine.serving.spec import host_overlaps, pool_blocks, server
 from backpressure.engine.sim.libm import ln
 from backpressure.generator import resolve
+from backpressure.generator.accuracy.archs import arch_of, known
 from backpressure.generator.accuracy.rows import DATA, data_rows, read_cases
 
 METRICS = ("ttft_ms", "tpot_ms", "output_tps")
@@ -43,7 +44,9 @@ _TOTAL_IN = re.compile(r"total input tokens (\d+)")
 _TOTAL_OUT = re.compile(r"total generated tokens (\d+)")
 _FLAG = re.compile(r"--(max-num-seqs|max-num-batched-tokens)[ =](\d+)")
 # vLLM's flag, or SGLang's and TensorRT-LLM's expert-parallel size above 1
-_EXPERT_PARALLEL = re.compile(r"--enable-expert-parallel|--ep[-_]size[ =](?:[2-9]|\d\d)")
+_EXPERT_PARALLEL = re.compile(
+    r"--enable-expert-parallel|--ep[-_]size[ =](?:[2-9]|\d\d)|expert parallel on"
+)
 _KV_TOKENS = re.compile(r"GPU KV cache size:? ([\d,]+) tokens")
 _KV_GIB = re.compile(r"available KV ([\d.]+) GiB per GPU")
 STEADY_REQUESTS_PER_USER = 16  # a closed loop of unknown length is run this long per user
@@ -94,8 +97,9 @@ class Case:
         """A vLLM release that schedules the next step while the device runs this one.
 
         See :func:`backpressure.engine.serving.spec.host_overlaps` (the sweep's
-        profile names its release the same way). No row here lies between
-        0.12 and 0.25, so the boundary's exact release changes nothing.
+        profile names its release the same way). The only rows between 0.12
+        and 0.25 are of 0.20, six releases past the inferred boundary, so
+        its exact release changes nothing.
         """
         return self.v1 and host_overlaps("vllm", self.version)
 
@@ -139,8 +143,13 @@ def _lengths(r: Mapping[str, str]) -> tuple[int, int] | None:
     return prompt, output
 
 
+# A sweep a source prints one file per concurrency level (``.../concurrency8_...csv``)
+_PER_LEVEL_FILE = re.compile(r"/concurrency\d+_[^/]*$")
+
+
 def _curve(r: Mapping[str, str], gpu: str, model: str, quant: str, gpus: int) -> str:
-    doc = r["source"].split("#")[0]
+    """A row's curve: its source document (one sweep split over files counts once)."""
+    doc = _PER_LEVEL_FILE.sub("", r["source"].split("#")[0])
     return "|".join((doc, gpu, model, quant, str(gpus), r["framework"], r["dataset"]))
 
 
@@ -197,7 +206,7 @@ def ttft_floor_ms(cat: Catalog, case: Case) -> float | None:
     peak = peak_flops(*_setup(cat, case))
     if not peak:
         return None
-    arch = cat.archs[case.model]
+    arch = arch_of(cat, case.model)
     one = 2 * (arch.active_params - arch.lookup_only_params) * case.prompt / peak
     at_once = case.rate is None and case.users >= case.requests and case.dataset in FIXED_LENGTHS
     return 1000 * one * (max(1.0, case.requests / 2) if at_once else 1.0)
@@ -256,7 +265,7 @@ def _case(
     }
     checks = (
         (gpu is None or gpu not in cat.gpus, "GPU not in the catalog"),
-        (model is None or model not in cat.models, "model not in the catalog"),
+        (model is None or not known(cat, model), "model not in the catalog"),
         (quant is None or quant not in cat.quants, "weights not mapped"),
         (runtime is None, "framework not mapped"),
         (tp != count or tp not in (1, 2, 4, 8), "not a single tensor-parallel group of 1-8"),
@@ -406,7 +415,7 @@ def prepare(cat: Catalog, case: Case, constants: Constants | None = None) -> Rep
     """The case's server (catalog device, runtime, weights and constants) and its load."""
     dev, rt, fmt = _setup(cat, case)
     c = constants or resolve.constants(cat)
-    arch = cat.archs[case.model]
+    arch = arch_of(cat, case.model)
     context = min(arch.max_context, max(case.prompt + case.output, 4096))
     kv = resolve.kv_bytes(cat.kv_dtypes["auto"])
     cap = estimate(dev, rt, fmt, c, context, kv, arch=arch)

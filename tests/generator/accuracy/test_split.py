@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 from backpressure.catalog.loader import Catalog, load_catalog
+from backpressure.generator.accuracy.archs import arch_of
 from backpressure.generator.accuracy.batched import holdout_curves, load_batched
 from backpressure.generator.accuracy.page import all_points
 from backpressure.generator.accuracy.report import Point, kind_of
@@ -111,7 +112,7 @@ def test_tensor_parallel_across_pods_is_left_out_and_its_one_gpu_rows_kept(cat: 
 
 def test_a_run_launched_expert_parallel_is_replayed_so(cat: Catalog) -> None:
     cases, _ = load_cases(cat)
-    moe = [c for c in cases if c.gpus > 1 and cat.archs[c.model].is_moe]
+    moe = [c for c in cases if c.gpus > 1 and arch_of(cat, c.model).is_moe]
     dealt = [c for c in moe if c.expert_parallel]
     split = [c for c in moe if not c.expert_parallel]
     assert dealt, "some runs pass --enable-expert-parallel or --ep-size"
@@ -122,3 +123,18 @@ def test_a_run_launched_expert_parallel_is_replayed_so(cat: Catalog) -> None:
         True,
         False,
     }
+
+
+def test_a_model_outside_the_catalog_is_compared_through_its_calibration_keys(
+    cat: Catalog,
+) -> None:
+    cases, _ = load_cases(cat)
+    minimax = [c for c in cases if c.model == "MiniMax-M2.5" and c.framework == "vllm"]
+    assert minimax, "the MiniMax-M2.5 runs map to calibration_archs.yaml, not the catalog"
+    assert "MiniMax-M2.5" not in cat.models
+    assert all(c.expert_parallel for c in minimax), "their notes say expert parallel on"
+    # one sweep printed as one file per concurrency level is one curve, so it weighs
+    # as much as any other source's sweep and falls in one half
+    sweep = [c for c in minimax if "/test_05/i1024-o512/" in c.source]
+    assert len({c.source for c in sweep}) == len(sweep) > 1
+    assert len({c.curve for c in sweep}) == 1
