@@ -53,6 +53,7 @@ MODELS = {
     "RedHatAI/gemma-3-27b-it-FP8-dynamic": ("gemma-3-27b", "fp8"),
     "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("qwen3-coder-30b-a3b", "gptq-int4"),
     "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", "awq-int4"),
+    "cyankiwi/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", "awq-int4"),
     "openai/gpt-oss-20b": ("gpt-oss-20b", "mxfp4"),
     "openai/gpt-oss-120b": ("gpt-oss-120b", "mxfp4"),
     "Qwen/Qwen3-Next-80B-A3B-Instruct": ("qwen3-next-80b-a3b", "bf16"),
@@ -67,6 +68,7 @@ GPUS = {
     "RTX 3090": "rtx-3090",
     "RTX 4090": "rtx-4090",
     "RTX 5090": "rtx-5090",
+    "L40S": "l40s",
 }
 # GPUs outside the catalog: memory (GiB, as the box prints it) and vendor, from the
 # vendors' product pages; only the memory budget needs them.
