@@ -29,6 +29,7 @@ from backpressure.catalog.hf_fields import (
     int_,
     int_list,
     kv_heads,
+    moe_mlp,
 )
 from backpressure.engine.arch import Attention, Experts, ModelArch
 from backpressure.engine.params import gated_mlp_params, mla_attention_params
@@ -213,13 +214,16 @@ def _parse_minimax_m2(cfg: Mapping[str, Any]) -> ModelArch:
     hidden = int_(cfg, "hidden_size")
     # per-layer q/k norms span every head (qk_norm_type per_layer), not one head's width
     norms = (int_(cfg, "num_attention_heads") + kv_heads(cfg)) * head_dim(cfg)
-    attention = gqa_params(cfg, False, False) + norms
-    base = Layer(attention, 0, 0, 2 * hidden)
-    layer, experts = _moe_layer(cfg, base, "num_local_experts", "intermediate_size")
-    n = experts.num_experts
-    layer = Layer(layer.attention, layer.mlp_total + n, layer.mlp_active + n, layer.norms)
-    layers = [layer] * int_(cfg, "num_hidden_layers")
-    return assemble(cfg, layers, _gqa_attention(cfg, "mistral"), experts, tied_default=False)
+    n = int_(cfg, "num_local_experts")
+    k = experts_per_token(cfg, n)
+    expert = gated_mlp_params(hidden, int_(cfg, "intermediate_size"))
+    total, active = moe_mlp(hidden, n, k, expert, 0, hidden * n + n)  # router and its bias
+    n_layers = int_(cfg, "num_hidden_layers")
+    layer = Layer(gqa_params(cfg, False, False) + norms, total, active, 2 * hidden)
+    experts = Experts(n, k, expert, n_layers)
+    return assemble(
+        cfg, [layer] * n_layers, _gqa_attention(cfg, "mistral"), experts, tied_default=False
+    )
 
 
 def _parse_gemma3(cfg: Mapping[str, Any]) -> ModelArch:
