@@ -18,11 +18,13 @@ default overlap, ``Case.async_scheduling``).
 Then, with those fixed, the MoE kernel efficiency (``serving_moe_efficiency_vllm``:
 the share of dense peak the grouped expert GEMMs reach) on the fit half of the
 MoE vLLM V1 cases alone, once for one GPU and once (``_vllm_tp``) for experts
-split across tensor-parallel GPUs, both refitted at each value of vLLM's fixed
-time per MoE layer tried (``serving_moe_layer_overhead_s_vllm``, in place of the
-llama-bench figure); and the llama.cpp decode constants (its bandwidth
-factor and per-sequence host time) on the fit half of the ``llama-batched-bench``
-curves (``generator.accuracy.batched``).
+split across tensor-parallel GPUs, both refitted at each value tried of vLLM's
+fixed time per MoE layer (``serving_moe_layer_overhead_s_vllm``, in place of the
+llama-bench figure) and of the time a MoE layer adds to a step too large for a
+captured CUDA graph, on one GPU and on several
+(``serving_moe_eager_layer_s_vllm``, ``_multi_gpu``); and the llama.cpp decode
+constants (its bandwidth factor and per-sequence host time) on the fit half of
+the ``llama-batched-bench`` curves (``generator.accuracy.batched``).
 
 Two MoE rates (one GPU, split) rather than one that rises with the width of
 the expert slice each GPU multiplies (``e_max * w / (w + w0)``, ``w`` the
@@ -48,7 +50,7 @@ from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.capacity import pass_overhead_s
 from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
-from backpressure.engine.serving.spec import bandwidth_factor, compute_efficiency
+from backpressure.engine.serving.spec import bandwidth_factor, compute_efficiency, graph_tokens
 from backpressure.generator import resolve
 from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.archs import arch_of
@@ -273,40 +275,68 @@ def fit_moe(
 
 # vLLM's fixed time per MoE layer of a pass: its fused MoE kernel is not llama.cpp's,
 # whose per-layer figure (moe_layer_overhead_s_<platform>) comes from llama-bench
-MOE_LAYER_GRID = [i * 2.5e-6 for i in range(41)]  # 0 to 100 us
+MOE_LAYER_GRID = [i * 5e-6 for i in range(21)]  # 0 to 100 us
+# What a MoE layer adds to a step too large for a captured CUDA graph, on one GPU
+# and on several (where the eager collectives wait for the slowest host)
+EAGER_GRID = [i * 100e-6 for i in range(31)]  # 0 to 3 ms
+ROUNDS = 2  # alternations between the grids
 
 
-def with_moe_layer(cat: Catalog, k: Constants, case: Case, rep: Replay, seconds: float) -> Replay:
-    """The case's replay with its passes paying ``seconds`` per MoE layer."""
-    trial = pass_overhead_s(device(cat, case.gpu, case.gpus), k, arch_of(cat, case.model), seconds)
-    cost = replace(rep.server.cost, pass_overhead_s=trial)
+def with_moe_layer(
+    cat: Catalog, k: Constants, case: Case, rep: Replay, seconds: float, eager: tuple[float, float]
+) -> Replay:
+    """The case's replay with its passes paying ``seconds`` per MoE layer, and its
+    steps above the CUDA-graph limit ``eager`` per MoE layer (one GPU, several)."""
+    arch = arch_of(cat, case.model)
+    trial = pass_overhead_s(device(cat, case.gpu, case.gpus), k, arch, seconds)
+    sched = rep.server.scheduler
+    layers = arch.experts.moe_layers if arch.experts is not None else 0
+    cost = replace(
+        rep.server.cost,
+        pass_overhead_s=trial,
+        graph_tokens=graph_tokens(sched.max_seqs, sched.max_batched_tokens),
+        eager_s=layers * eager[case.gpus > 1],
+    )
     return replace(rep, server=replace(rep.server, cost=cost))
+
+
+Times = tuple[float, float, float]  # per MoE layer: every pass, eager on one GPU, on several
 
 
 def fit_moe_layer(
     cat: Catalog, prepared: list[tuple[Case, Replay]], theta: dict[str, float]
-) -> tuple[float, dict[str, float], float]:
-    """vLLM's per-MoE-layer time with both MoE efficiencies refitted at each value tried.
+) -> tuple[Times, dict[str, float], float]:
+    """vLLM's per-MoE-layer times with both MoE efficiencies refitted at each triple tried.
 
-    The objective weighs every curve the same across the two groups (experts on
-    one GPU, experts split across tensor-parallel GPUs). Returns the time, the
-    efficiencies by key and the loss.
+    The per-pass time and the two eager times are searched on their grids in
+    turn (``ROUNDS`` times, each from the others' best). The objective weighs
+    every curve the same across the two groups (experts on one GPU, experts
+    split across tensor-parallel GPUs). Returns the times, the efficiencies by
+    key and the loss.
     """
     k = resolve.constants(cat)
-    best: tuple[float, dict[str, float], float] | None = None
-    for seconds in MOE_LAYER_GRID:
-        moved = [(c, with_moe_layer(cat, k, c, p, seconds)) for c, p in prepared]
-        effs, total, curves = {}, 0.0, 0
-        for key, split in (("vllm", False), ("vllm_tp", True)):
-            group = [(c, p) for c, p in moved if split_experts(c) == split]
-            n = len({c.curve for c, _ in group})
-            effs[key], loss = fit_moe(cat, group, theta)
-            total += loss * n
-            curves += n
-        if best is None or total / curves < best[2] - 1e-9:
-            best = (seconds, effs, total / curves)
-    assert best is not None
-    return best
+    tried: dict[Times, tuple[dict[str, float], float]] = {}
+
+    def score(times: Times) -> float:
+        if times not in tried:
+            moved = [(c, with_moe_layer(cat, k, c, p, times[0], times[1:])) for c, p in prepared]
+            effs, total, curves = {}, 0.0, 0
+            for key, split in (("vllm", False), ("vllm_tp", True)):
+                group = [(c, p) for c, p in moved if split_experts(c) == split]
+                n = len({c.curve for c, _ in group})
+                effs[key], loss = fit_moe(cat, group, theta)
+                total += loss * n
+                curves += n
+            tried[times] = (effs, total / curves)
+        return tried[times][1]
+
+    best: Times = (k.serving_moe_layer_overhead_s.get("vllm", 0.0), 0.0, 0.0)
+    for _ in range(ROUNDS):
+        for axis, grid in ((1, EAGER_GRID), (2, EAGER_GRID), (0, MOE_LAYER_GRID)):
+            trials = [(*best[:axis], v, *best[axis + 1 :]) for v in grid]
+            best = min(trials, key=score)
+    effs, loss = tried[best]
+    return best, effs, loss
 
 
 LLAMA_STEPS = {"bw": 0.1, "seq": 20e-6, "step": 1e-3}
@@ -373,7 +403,7 @@ def main() -> int:
     )
     moe = [c for c in cases if c.v1 and not c.holdout and arch_of(cat, c.model).is_moe]
     moe_prepared = [(c, p) for c in moe if (p := prepare(cat, c, moe_consts)) is not None]
-    seconds, effs, moe_loss = fit_moe_layer(cat, moe_prepared, theta)
+    (seconds, eager_one, eager_multi), effs, moe_loss = fit_moe_layer(cat, moe_prepared, theta)
     for key, split in (("vllm", False), ("vllm_tp", True)):
         group = [(c, p) for c, p in moe_prepared if split_experts(c) == split]
         print(
@@ -382,7 +412,9 @@ def main() -> int:
             f"serving_moe_efficiency_{key} {effs[key]:.4g}"
         )
     print(
-        f"MoE: serving_moe_layer_overhead_s_vllm {seconds:.4g} "
+        f"MoE: serving_moe_layer_overhead_s_vllm {seconds:.4g}, "
+        f"serving_moe_eager_layer_s_vllm {eager_one:.4g}, "
+        f"serving_moe_eager_layer_s_vllm_multi_gpu {eager_multi:.4g} "
         f"(mean clipped |log error| {moe_loss:.3f}, both groups, every curve the same weight)"
     )
     llama, llama_loss, n = fit_llama(cat)

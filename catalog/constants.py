@@ -26,6 +26,7 @@ CALIBRATION_RANGES: dict[str, tuple[float, float, bool]] = {
     "layer_overhead_s_": (0.0, 0.01, True),
     "moe_expert_overhead_s": (0.0, 0.01, True),
     "serving_moe_layer_overhead_s_": (0.0, 0.01, True),
+    "serving_moe_eager_layer_s_": (0.0, 0.01, True),
     "allreduce_latency_s_": (0.0, 0.01, True),
     "prefill_compute_efficiency": (0.0, 1.0, False),
     "decode_compute_efficiency": (0.0, 1.0, False),

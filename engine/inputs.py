@@ -132,3 +132,5 @@ class Constants:
     # A serving pass's fixed time per MoE layer, by scheduler, where its fused MoE kernel
     # differs from llama-bench's (moe_layer_overhead_s is per platform, from llama.cpp) [s].
     serving_moe_layer_overhead_s: dict[str, float] = field(default_factory=dict)
+    # What a MoE layer adds to a step too large for a captured CUDA graph, by scheduler [s].
+    serving_moe_eager_layer_s: dict[str, float] = field(default_factory=dict)

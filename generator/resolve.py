@@ -80,6 +80,7 @@ def constants(cat: Catalog) -> Constants:
         request_latency_s=group("request_latency_s_"),
         serving_moe_efficiency=group("serving_moe_efficiency_"),
         serving_moe_layer_overhead_s=group("serving_moe_layer_overhead_s_"),
+        serving_moe_eager_layer_s=group("serving_moe_eager_layer_s_"),
     )
 
 

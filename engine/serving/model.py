@@ -57,7 +57,14 @@ class Scheduler:
 # Fields added after the sweep's arrival seeds were keyed by this record's repr
 # (generator.sweep.rig.serving_key): left out of it while at their default, so a
 # new field that changes nothing leaves every seed, and every published rate, as it was.
-LATE_FIELDS = ("expert_pair_below", "mat_vec_columns", "ext_from", "tile_tokens")
+LATE_FIELDS = (
+    "expert_pair_below",
+    "mat_vec_columns",
+    "ext_from",
+    "tile_tokens",
+    "graph_tokens",
+    "eager_s",
+)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -72,6 +79,7 @@ class StepCost:
                    + window_attn_flops_per_pair (K_w + min(pairs, p window))) / flops
                   + expert_flops_per_token t / moe_flops
         device  = max(memory, compute) + n pass_overhead + all-reduce + dispatch
+                  (+ eager, when t > graph_tokens > 0)
         host    = step_overhead + s seq_overhead
         step    = max(device, host)   (host_overlaps)
                   device + host       (otherwise)
@@ -162,6 +170,15 @@ class StepCost:
     tile_tokens : int
         Above the mat-vec limit, the tokens a matrix tile computes whether
         filled or not: a pass computes whole tiles [tokens]; 0: its tokens.
+    graph_tokens : int
+        Most tokens a step runs as a captured CUDA graph (vLLM:
+        ``min(2 max_num_seqs, 512)``, no more than ``max_num_batched_tokens``);
+        a step of more launches its kernels one by one from the host. 0: no
+        graphs, or none of the term (``eager_s`` 0 with it).
+    eager_s : float
+        What a step above ``graph_tokens`` adds: its layers' kernels launched
+        eagerly, for a MoE model the many small ones of routing and the expert
+        kernels (vLLM: ``serving_moe_eager_layer_s_vllm`` per MoE layer) [s].
     host_overlaps : bool
         Whether the host's work for a step runs while the device computes the
         previous one (llama.cpp), so the slower binds, or before and after the
@@ -198,6 +215,8 @@ class StepCost:
     mat_vec_columns: tuple[int, ...] = ()
     ext_from: int = 0
     tile_tokens: int = 0
+    graph_tokens: int = 0
+    eager_s: float = 0.0
 
     def __repr__(self) -> str:
         shown = (

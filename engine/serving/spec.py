@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Any
 
 from backpressure.engine.arch import ModelArch
@@ -22,6 +23,7 @@ from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCos
 
 ACTIVATION_BYTES = 2  # bf16 activations cross the link in a tensor-parallel all-reduce
 ASYNC_SCHEDULING = (0, 14)  # first vLLM release that overlaps host and device: host_overlaps
+GRAPH_MAX_TOKENS = 512  # vLLM's largest default CUDA-graph capture size (vllm/config/vllm.py)
 
 
 def batch_defaults(runtime: Runtime, device: Device) -> tuple[int, int]:
@@ -256,6 +258,10 @@ def step_cost(
         split = experts is not None and gpus > 1
     compute_eff = compute_efficiency(constants, runtime.scheduler, device.generation)
     moe_eff = moe_efficiency(constants, runtime.scheduler, split)
+    graphs, eager = 0, 0.0
+    if runtime.scheduler == "vllm":
+        graphs = graph_tokens(*batch_defaults(runtime, device))
+        eager = moe_layers * eager_layer_s(constants, runtime.scheduler, gpus)
     routed_flops = 0.0
     if experts is not None and moe_eff is not None:
         routed_flops = 2.0 * experts.moe_layers * experts.experts_per_token * experts.expert_params
@@ -292,6 +298,8 @@ def step_cost(
         dispatch_s_per_token=dispatch_token,
         host_overlaps=host_overlaps(runtime.scheduler, runtime.version),
         expert_pair_below=pair_reads_below(runtime, platform, experts is not None),
+        graph_tokens=graphs if eager > 0.0 else 0,
+        eager_s=eager,
         **_metal_fields(metal_kernels(runtime, fmt, hidden, platform)),
     )
 
@@ -305,6 +313,31 @@ def _metal_fields(kernels: MetalKernels) -> dict[str, Any]:
         "ext_from": kernels.ext_from,
         "tile_tokens": kernels.tile_tokens,
     }
+
+
+def eager_layer_s(constants: Constants, scheduler: str, gpus: int) -> float:
+    """What one MoE layer adds to a step run without a CUDA graph [s].
+
+    On several GPUs every eager launch of a collective waits for the slowest
+    host, so they have a figure of their own (``<scheduler>_multi_gpu``) where
+    one was fitted.
+    """
+    by_scheduler = constants.serving_moe_eager_layer_s
+    own = by_scheduler.get(scheduler, 0.0)
+    return by_scheduler.get(f"{scheduler}_multi_gpu", own) if gpus > 1 else own
+
+
+def graph_tokens(max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    """Most tokens of a vLLM step that run as a captured CUDA graph.
+
+    vLLM captures graphs for batch sizes up to ``min(2 max_num_seqs, 512)``
+    (``VllmConfig._set_cudagraph_sizes``), none above the step's token budget;
+    a step of more tokens runs without one.
+
+    >>> graph_tokens(256, 8192), graph_tokens(64, 8192), graph_tokens(256, 256)
+    (512, 128, 256)
+    """
+    return min(2 * max_num_seqs, GRAPH_MAX_TOKENS, max_num_batched_tokens)
 
 
 def host_overlaps(scheduler: str, version: str) -> bool:
@@ -366,6 +399,8 @@ def server(
     sched = scheduler(
         runtime, device, cap, max_num_seqs, max_num_batched_tokens, prompt + output - 1
     )
+    if cost.graph_tokens > 0:  # the launch's own limits, not the defaults
+        cost = replace(cost, graph_tokens=graph_tokens(sched.max_seqs, sched.max_batched_tokens))
     held = requests_held(sched, prompt, output)
     if held < 1:
         return None

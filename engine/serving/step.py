@@ -40,7 +40,10 @@ FLOPS_PAIR_WINDOW = 22
 # tokens one weight read serves for passes of 2 .. MAX_MAT_VEC tokens
 MAT_VEC_MAX, EXT_FROM, TILE, EXT_COLUMNS = 23, 24, 25, 26
 MAX_MAT_VEC = 8
-COST_FIELDS = EXT_COLUMNS + MAX_MAT_VEC - 1
+# CUDA graphs (StepCost.graph_tokens, eager_s)
+GRAPH_TOKENS = EXT_COLUMNS + MAX_MAT_VEC - 1
+EAGER_S = GRAPH_TOKENS + 1
+COST_FIELDS = EAGER_S + 1
 MEMORY, COMPUTE, HOST = 0, 1, 2  # what sets a step's time
 
 
@@ -77,6 +80,8 @@ def pack(cost: StepCost) -> Array:
     out[TILE] = cost.tile_tokens
     for t in range(2, len(columns)):
         out[EXT_COLUMNS + t - 2] = columns[t]
+    out[GRAPH_TOKENS] = cost.graph_tokens
+    out[EAGER_S] = cost.eager_s
     out.flags.writeable = False
     return out
 
@@ -235,6 +240,8 @@ def step_parts(
         compute = compute + cost[EXPERT_FLOPS_TOKEN] * tokens / cost[MOE_FLOPS]
     link = cost[AR_S] + tokens * cost[AR_TOKEN_S] + cost[A2A_S] + tokens * cost[A2A_TOKEN_S]
     device = max(memory, compute) + passes * cost[PASS_S] + link
+    # too many tokens for a captured graph: the layers launch eagerly (1 above it, else 0)
+    device += cost[EAGER_S] * min(max(tokens - cost[GRAPH_TOKENS], 0.0), 1.0)
     host = cost[STEP_S] + seqs * cost[SEQ_S]
     bound = HOST if host > device else MEMORY if memory >= compute else COMPUTE
     if cost[HOST_SERIAL] > 0.0:

@@ -184,3 +184,58 @@ def test_a_vllm_pass_pays_its_own_time_per_moe_layer_not_llama_cpps() -> None:
         assert cost is not None
         dense_part = pass_overhead_s(cfg.device, k, cfg.arch, 0.0)
         assert cost.pass_overhead_s == pytest.approx(dense_part + moe_layers * per_layer)
+
+
+def test_a_vllm_moe_step_too_large_for_a_cuda_graph_pays_the_eager_layers() -> None:
+    # vLLM captures graphs up to min(2 max_num_seqs, 512) tokens; one token more
+    # and every MoE layer's many small kernels launch from the host.
+    from backpressure.engine.serving.spec import graph_tokens, server
+
+    cat = load_catalog()
+    k = resolve.constants(cat)
+    per_layer = k.serving_moe_eager_layer_s["vllm"]
+    assert per_layer > 0.0
+    cfg = resolve.configure(cat, "h100-sxm", "bf16", 8192, "qwen3-30b-a3b", runtime="vllm")
+    cap = cfg.capacity()
+    srv = server(cfg.device, cfg.runtime, cfg.fmt, k, cfg.arch, cap, 1024, 128, 1.0, 60.0)
+    assert srv is not None
+    assert cfg.arch is not None
+    assert cfg.arch.experts is not None
+    cost = srv.cost
+    limit = srv.scheduler.max_seqs * 2
+    assert cost.graph_tokens == graph_tokens(srv.scheduler.max_seqs, 8192) == min(limit, 512)
+    assert cost.eager_s == pytest.approx(cfg.arch.experts.moe_layers * per_layer)
+    packed = pack(cost)
+    experts = distinct_experts(cost.num_experts, cost.experts_per_token, 1024)
+
+    def prefill(tokens: int) -> float:
+        return step_time(packed, experts, 0, 0.0, tokens, 0.0, tokens * tokens / 2, 1, 1)
+
+    at, above = cost.graph_tokens, cost.graph_tokens + 1
+    assert prefill(above) - prefill(at) > cost.eager_s
+    # a lower max_num_seqs captures fewer sizes: a 300-token step already runs eagerly
+    small = server(cfg.device, cfg.runtime, cfg.fmt, k, cfg.arch, cap, 1024, 128, 1.0, 60.0, 64)
+    assert small is not None
+    assert small.cost.graph_tokens == 128
+    # a dense model has no such term: its layers' share is inside the fitted dense constants
+    dense = resolve.configure(cat, "h100-sxm", "bf16", 8192, "llama-3.1-8b", runtime="vllm")
+    dense_cost = step_cost(dense.device, dense.runtime, dense.fmt, k, dense.arch, dense.capacity())
+    assert dense_cost is not None
+    assert (dense_cost.graph_tokens, dense_cost.eager_s) == (0, 0.0)
+
+
+def test_the_eager_moe_layer_time_on_several_gpus_is_its_own() -> None:
+    # on several GPUs each eagerly launched collective waits for the slowest host
+    from backpressure.engine.serving.spec import eager_layer_s
+
+    k = resolve.constants(load_catalog())
+    one, several = (
+        k.serving_moe_eager_layer_s["vllm"],
+        k.serving_moe_eager_layer_s["vllm_multi_gpu"],
+    )
+    assert one != several
+    assert eager_layer_s(k, "vllm", 1) == one
+    assert eager_layer_s(k, "vllm", 8) == several
+    assert eager_layer_s(k, "llama.cpp", 1) == 0.0
+    bare = dataclasses.replace(k, serving_moe_eager_layer_s={"vllm": one})
+    assert eager_layer_s(bare, "vllm", 8) == one  # no figure of its own: the one-GPU one

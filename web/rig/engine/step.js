@@ -31,7 +31,10 @@ const MAT_VEC_MAX = 23;
 const EXT_FROM = 24;
 const TILE = 25;
 const EXT_COLUMNS = 26;
-export const COST_FIELDS = 33;
+// CUDA graphs: the most tokens a captured graph runs, and what a step above it adds
+const GRAPH_TOKENS = 33;
+const EAGER_S = 34;
+export const COST_FIELDS = 35;
 
 const SEQ_DUST = 1e-9;
 
@@ -107,7 +110,9 @@ export function stepTime(cost, experts, decode, kvTokens, prefill, prefixTokens,
   }
   // summed in the order engine/serving/step.py sums them: the bytes must agree
   const link = cost[AR_S] + tokens * cost[AR_TOKEN_S] + cost[A2A_S] + tokens * cost[A2A_TOKEN_S];
-  const device = Math.max(memory, compute) + passes * cost[PASS_S] + link;
+  let device = Math.max(memory, compute) + passes * cost[PASS_S] + link;
+  // too many tokens for a captured graph: the layers launch eagerly (1 above it, else 0)
+  device += cost[EAGER_S] * Math.min(Math.max(tokens - cost[GRAPH_TOKENS], 0.0), 1.0);
   const host = cost[STEP_S] + seqs * cost[SEQ_S];
   // vLLM V1: the device waits while the host schedules the step and takes in its outputs
   if (cost[HOST_SERIAL] > 0.0) return device + host;
