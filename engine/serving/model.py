@@ -79,7 +79,7 @@ class StepCost:
                    + window_attn_flops_per_pair (K_w + min(pairs, p window))) / flops
                   + expert_flops_per_token t / moe_flops
         device  = max(memory, compute) + n pass_overhead + all-reduce + dispatch
-                  (+ eager, when t > graph_tokens > 0)
+                  (+ eager, when t > graph_tokens)
         host    = step_overhead + s seq_overhead
         step    = max(device, host)   (host_overlaps)
                   device + host       (otherwise)

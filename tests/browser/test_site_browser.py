@@ -119,7 +119,10 @@ def test_a_models_hub_ranks_first_for_its_name(site, browser):
         page.goto(base + "search/")
         page.wait_for_selector("#bp-search input")
         page.fill("#bp-search input", "Llama 3.1 8B Instruct")
-        first = page.wait_for_selector(".pagefind-ui__result-link", timeout=15000)
+        # The results are listed in rank order at once and each fills in when its
+        # fragment arrives, in any order: wait for the first one's own link.
+        first = page.locator(".pagefind-ui__result").first.locator(".pagefind-ui__result-link")
+        first.wait_for(timeout=15000)
         assert first.get_attribute("href").endswith("model/llama-3.1-8b/")
         # The GPU x model pages follow, each with its headline numbers in the excerpt.
         wait_until(page, "document.querySelectorAll('.pagefind-ui__result').length > 1")
