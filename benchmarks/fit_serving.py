@@ -50,7 +50,12 @@ from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.engine.capacity import pass_overhead_s
 from backpressure.engine.inputs import Constants
 from backpressure.engine.serving.model import StepCost
-from backpressure.engine.serving.spec import bandwidth_factor, compute_efficiency, graph_tokens
+from backpressure.engine.serving.spec import (
+    bandwidth_factor,
+    compute_efficiency,
+    eager_layer_s,
+    graph_tokens,
+)
 from backpressure.generator import resolve
 from backpressure.generator.accuracy import batched
 from backpressure.generator.accuracy.archs import arch_of
@@ -291,11 +296,12 @@ def with_moe_layer(
     trial = pass_overhead_s(device(cat, case.gpu, case.gpus), k, arch, seconds)
     sched = rep.server.scheduler
     layers = arch.experts.moe_layers if arch.experts is not None else 0
+    by_gpus = replace(k, serving_moe_eager_layer_s={"vllm": eager[0], "vllm_multi_gpu": eager[1]})
     cost = replace(
         rep.server.cost,
         pass_overhead_s=trial,
         graph_tokens=graph_tokens(sched.max_seqs, sched.max_batched_tokens),
-        eager_s=layers * eager[case.gpus > 1],
+        eager_s=layers * eager_layer_s(by_gpus, "vllm", case.gpus),
     )
     return replace(rep, server=replace(rep.server, cost=cost))
 
