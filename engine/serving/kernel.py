@@ -36,6 +36,13 @@ position modulo the block size, read at the step's phase) and which finish
 (a calendar of doubly linked lists by finishing step). So a run costs time in
 proportion to its steps and requests, not steps times batch.
 
+A request reaches the scheduler through the front end (vLLM's API server: one
+event loop parsing and tokenizing requests), which shares its time among the
+requests it is taking in (processor sharing): each needs the same work, and
+while ``k`` are in, each gets ``1/k`` of it. A request alone takes the work's
+time; a burst of ``N`` arriving together reaches the scheduler together, after
+``N`` times it, instead of one by one.
+
 Times are seconds; a request's record holds its arrival, first-token and finish
 time and its fate (:data:`DONE`, :data:`SHED`, :data:`ABANDONED`,
 :data:`TOO_LONG`, or :data:`PENDING` when the run stopped first).
@@ -144,22 +151,25 @@ def _serve_py(
     # load
     next_arrival = 0  # open loop: next request to arrive
     issued = 0  # closed loop: requests issued so far
-    # Each request passes the front end (parsing, tokenizing) one at a time, and
-    # then a latency that overlaps other requests': it reaches the scheduler at
-    # ``ready``.
-    intake = cost[REQUEST_S]
+    # Each request passes the front end (parsing, tokenizing), which shares its
+    # time among the requests in it, and then a latency that overlaps other
+    # requests': it reaches the scheduler at ``ready``. ``intake`` holds the
+    # front end's state: [0] its clock, [1] the service each request in it has
+    # had since the run began (its virtual time), [2] the first request still
+    # in it, [3] the last one that came in; ``served`` is each request's
+    # virtual time when it came in.
+    work = cost[REQUEST_S]
     latency = cost[LATENCY_S]
     ready = np.zeros(n)
-    last_ready = -1e300
+    served = np.zeros(n)
+    intake = np.zeros(4)
+    intake[3] = -1.0
     if users > 0:
         issued = min(users, n)
         for i in range(issued):
             arrival[i] = 0.0
     else:
         issued = n
-    for i in range(issued):
-        last_ready = max(arrival[i], last_ready) + intake
-        ready[i] = last_ready + latency
     resolved = 0
     lost = 0
     slow = 0
@@ -179,8 +189,9 @@ def _serve_py(
     empty_to = 0  # calendar slots of steps from `step` up to this one are empty
 
     while True:
+        _take_in(t, intake, served, ready, arrival, issued, work, latency)
         # -- arrivals up to now join the queue (or are shed, or cannot fit at all)
-        while next_arrival < issued and ready[next_arrival] <= t:
+        while next_arrival < intake[2] and ready[next_arrival] <= t:
             r = next_arrival
             next_arrival += 1
             need = prompt[r] + output[r]
@@ -191,9 +202,7 @@ def _serve_py(
                 phase[r] = GONE
                 resolved += 1
                 lost += 1
-                issued, last_ready = _next_request(
-                    t, users, issued, n, arrival, ready, last_ready, intake, latency
-                )
+                issued = _next_request(t, users, issued, n, arrival)
             else:
                 phase[r] = WAITING
                 target[r] = prompt[r]
@@ -215,9 +224,7 @@ def _serve_py(
                     phase[r] = GONE
                     resolved += 1
                     lost += 1
-                    issued, last_ready = _next_request(
-                        t, users, issued, n, arrival, ready, last_ready, intake, latency
-                    )
+                    issued = _next_request(t, users, issued, n, arrival)
                     k += 1
                     continue
                 if preempts[r] == 0:
@@ -439,7 +446,12 @@ def _serve_py(
         if n_dec == 0 and n_chunks == 0:
             # idle: wait for the next arrival (open loop) or stop
             if next_arrival < issued:
-                t = max(t, ready[next_arrival])
+                t = max(
+                    t,
+                    _next_ready(
+                        intake, served, ready, arrival, next_arrival, issued, work, latency
+                    ),
+                )
                 continue
             break
 
@@ -486,7 +498,7 @@ def _serve_py(
                 block_tokens,
             )
             generated[r] = output[r]
-            n_running, used, resolved, issued, last_ready = _finish(
+            n_running, used, resolved, issued = _finish(
                 r,
                 t,
                 vllm,
@@ -501,10 +513,6 @@ def _serve_py(
                 issued,
                 n,
                 arrival,
-                ready,
-                last_ready,
-                intake,
-                latency,
             )
             r = nxt
         # prompt chunks that ran
@@ -519,7 +527,7 @@ def _serve_py(
                 if t - arrival[r] > slow_s:
                     slow += 1
             if generated[r] >= output[r]:
-                n_running, used, resolved, issued, last_ready = _finish(
+                n_running, used, resolved, issued = _finish(
                     r,
                     t,
                     vllm,
@@ -534,10 +542,6 @@ def _serve_py(
                     issued,
                     n,
                     arrival,
-                    ready,
-                    last_ready,
-                    intake,
-                    latency,
                 )
                 continue
             # joins the decoding sequences from the next step on
@@ -582,7 +586,9 @@ def _serve_py(
             empty_to = due
             until = np.inf
             if next_arrival < issued:
-                until = ready[next_arrival]
+                until = _next_ready(
+                    intake, served, ready, arrival, next_arrival, issued, work, latency
+                )
             if w_len > 0:
                 until = min(until, last_age_check + 1.0)
             if due > step and t < until and t <= stop_s:
@@ -768,11 +774,7 @@ def _finish_py(
     issued: int,
     n: int,
     arrival: Any,
-    ready: Any,
-    last_ready: float,
-    intake: float,
-    latency: float,
-) -> tuple[int, int, int, int, float]:  # pragma: no cover
+) -> tuple[int, int, int, int]:  # pragma: no cover
     """``r`` is done: free what it held; in a closed loop its user sends the next request."""
     phase[r] = GONE
     status[r] = DONE
@@ -781,30 +783,95 @@ def _finish_py(
     used -= blocks[r] if vllm else 1
     blocks[r] = 0
     resolved += 1
-    issued, last_ready = _next_request(
-        t, users, issued, n, arrival, ready, last_ready, intake, latency
-    )
-    return n_running, used, resolved, issued, last_ready
+    issued = _next_request(t, users, issued, n, arrival)
+    return n_running, used, resolved, issued
 
 
 def _next_request_py(
-    t: float,
-    users: int,
-    issued: int,
-    n: int,
-    arrival: Any,
-    ready: Any,
-    last_ready: float,
-    intake: float,
-    latency: float,
-) -> tuple[int, float]:  # pragma: no cover - compiled
+    t: float, users: int, issued: int, n: int, arrival: Any
+) -> int:  # pragma: no cover
     """Closed loop: a user whose request ended (done or lost) sends the next one now."""
     if users > 0 and issued < n:
         arrival[issued] = t
-        last_ready = max(t, last_ready) + intake
-        ready[issued] = last_ready + latency
         issued += 1
-    return issued, last_ready
+    return issued
+
+
+def _intake_event_py(
+    intake: Any, served: Any, arrival: Any, issued: int, work: float
+) -> tuple[float, float]:  # pragma: no cover - compiled
+    """When the front end next takes a request in, and when it next lets one go.
+
+    The first request in it leaves once its virtual time has grown by ``work``;
+    with ``k`` in, the virtual time grows ``1/k`` as fast as the clock.
+    """
+    head = int(intake[2])
+    last = int(intake[3])
+    arrive = arrival[last + 1] if last + 1 < issued else np.inf
+    leave = np.inf
+    if last >= head:
+        left = max(served[head] + work - intake[1], 0.0)
+        leave = intake[0] + left * (last - head + 1)
+    return arrive, leave
+
+
+def _take_in_py(
+    upto: float,
+    intake: Any,
+    served: Any,
+    ready: Any,
+    arrival: Any,
+    issued: int,
+    work: float,
+    latency: float,
+) -> None:  # pragma: no cover - compiled
+    """Run the front end up to ``upto``.
+
+    Requests come in in the order they arrive and leave for the scheduler,
+    which they reach (``ready``) a latency later.
+    """
+    while True:
+        arrive, leave = _intake_event(intake, served, arrival, issued, work)
+        head = int(intake[2])
+        last = int(intake[3])
+        if min(arrive, leave) > upto:
+            if last >= head and upto > intake[0]:
+                intake[1] += (upto - intake[0]) / (last - head + 1)
+            intake[0] = max(intake[0], upto)
+            return
+        if leave <= arrive:
+            intake[1] = served[head] + work
+            intake[0] = leave
+            ready[head] = leave + latency
+            intake[2] = head + 1
+        else:
+            if last >= head and arrive > intake[0]:
+                intake[1] += (arrive - intake[0]) / (last - head + 1)
+            intake[0] = max(intake[0], arrive)
+            served[last + 1] = intake[1]
+            intake[3] = last + 1
+
+
+def _next_ready_py(
+    intake: Any,
+    served: Any,
+    ready: Any,
+    arrival: Any,
+    r: int,
+    issued: int,
+    work: float,
+    latency: float,
+) -> float:  # pragma: no cover - compiled
+    """When request ``r``, the next to reach the scheduler, does.
+
+    For one still in the front end or not yet come, a time no later than that:
+    the front end's next event (more requests coming in only delay the next to
+    leave).
+    """
+    if r < intake[2]:
+        return float(ready[r])
+    arrive, leave = _intake_event(intake, served, arrival, issued, work)
+    return float(min(arrive, leave) + latency)
 
 
 def _stretch_py(
@@ -917,6 +984,9 @@ _compact_ring = compiled(_compact_ring_py, "always")
 _leave_decode = compiled(_leave_decode_py, "always")
 _requeue = compiled(_requeue_py, "always")
 _next_request = compiled(_next_request_py, "always")
+_intake_event = compiled(_intake_event_py, "always")
+_take_in = compiled(_take_in_py, "always")
+_next_ready = compiled(_next_ready_py, "always")
 _finish = compiled(_finish_py, "always")
 _spread = compiled(_spread_py, "always")
 _stretch = compiled(_stretch_py, "always")

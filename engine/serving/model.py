@@ -134,9 +134,11 @@ class StepCost:
         Host-side cost per sequence in a step (``s`` of them): preparing its
         inputs, sampling, streaming its token out [s].
     request_overhead_s : float
-        Host-side cost of taking in one request (parsing, tokenizing), served one
-        at a time before the scheduler sees it: it adds to every TTFT and caps the
-        rate requests can enter [s].
+        Front-end work of taking in one request (parsing, tokenizing) before the
+        scheduler sees it. The front end shares its time among the requests it
+        is taking in: one alone waits this long, a burst of ``N`` arriving
+        together reaches the scheduler together after ``N`` times it; it caps
+        the rate requests can enter [s].
     request_latency_s : float
         Time a request spends on its way in and its first token on its way out
         that overlaps other requests' (network, HTTP, streaming): it adds to

@@ -30,7 +30,11 @@ def settings_rows(cat: Catalog) -> dict[str, Any]:
                 else ""
             )
         )
+    intake = cat.calibration.get("request_overhead_s_vllm")
+    per_request = intake.value if intake is not None else 0.0
     return {
+        "intake": f"{per_request * 1000:g} ms",
+        "intake_burst": sec(1000 * per_request),
         "contexts": ", ".join(f"{c:,}" for c in s.contexts),
         "quants": ", ".join(
             q if only is None else f"{q} (as released: {', '.join(sorted(only))})"

@@ -81,6 +81,39 @@ def test_one_request_takes_a_prefill_step_then_output_minus_one_decode_steps():
     assert run.steps == 10
 
 
+def test_a_burst_reaches_the_scheduler_together_once_the_front_end_took_it_in():
+    # 200 requests at once through a front end that needs 5 ms of work for each
+    # and shares its time among them: none reaches the scheduler before all 200
+    # are taken in, so no first token comes before 1 s.
+    intake = 5 * MS
+    server = vllm(cost=replace(COST, request_overhead_s=intake))
+    run = closed_loop(server, 200, 200, 100, 8)
+    assert np.min(run.first) >= 200 * intake - 1e-9
+    # one request alone pays its own intake once
+    alone = closed_loop(server, 1, 1, 100, 8)
+    free = closed_loop(vllm(), 1, 1, 100, 8)
+    assert alone.first[0] == pytest.approx(free.first[0] + intake)
+
+
+def test_requests_far_apart_each_pay_only_their_own_intake():
+    # Arrivals 1 s apart never share the front end: each first token comes its
+    # intake later than without one.
+    intake = 5 * MS
+    arrival = np.arange(20) * 1.0
+    slow = serve(
+        vllm(cost=replace(COST, request_overhead_s=intake)), arrival, *requests(20, 300, 8)
+    )
+    fast = serve(vllm(), arrival, *requests(20, 300, 8))
+    assert np.allclose(slow.first - fast.first, intake, rtol=0, atol=1e-9)
+    # two together share it: both leave it after twice the work
+    pair = serve(
+        vllm(cost=replace(COST, request_overhead_s=intake)), np.zeros(2), *requests(2, 300, 8)
+    )
+    alone = serve(vllm(), np.zeros(2), *requests(2, 300, 8))
+    assert np.all(pair.first >= 2 * intake)
+    assert pair.first[0] == pytest.approx(alone.first[0] + 2 * intake)
+
+
 def test_paged_admission_holds_more_short_requests_than_full_context_slots():
     # One pool of 65,536 KV tokens. llama.cpp reserves a slot's full 8k context per
     # request: 8 at once. vLLM admits a 1,024 + 128 token request by the blocks it
