@@ -245,6 +245,23 @@ def fit(cat: Catalog, prepared: list[tuple[Case, Replay]]) -> tuple[dict[str, fl
     return descend(loss, dict(START), STEPS, BOUNDS, rounds=5)
 
 
+def curve_loss(
+    prepared: list[tuple[Case, Replay]], predict: Callable[[Case, Replay], dict[str, float]]
+) -> float:
+    """Mean clipped |log(predicted / measured)| over every metric, each curve weighing the same."""
+    weight: dict[str, int] = {}
+    for c, _ in prepared:
+        weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
+    num = den = 0.0
+    for c, p in prepared:
+        pred = predict(c, p)
+        for m in METRICS:
+            if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:
+                num += min(abs(math.log(pred[m] / c.measured[m])), CLIP) / weight[c.curve]
+                den += 1.0 / weight[c.curve]
+    return num / den
+
+
 MOE_GRID = [0.01 * 1.25**i for i in range(22)]  # 1 % to 100 % of dense peak, log-spaced
 
 
@@ -257,21 +274,13 @@ def fit_moe(
     expert compute of each case's step cost by the value tried.
     """
     k = resolve.constants(cat)
-    weight: dict[str, int] = {}
-    for c, _ in prepared:
-        weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
 
     def loss(eff: float) -> float:
-        num = den = 0.0
-        for c, p in prepared:
+        def predict(c: Case, p: Replay) -> dict[str, float]:
             base = case_cost(cat, k, c, p, theta)
-            pred = run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
-            for m in METRICS:
-                if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:
-                    e = math.log(pred[m] / c.measured[m])
-                    num += min(abs(e), CLIP) / weight[c.curve]
-                    den += 1.0 / weight[c.curve]
-        return num / den
+            return run_replay(p, replace(base, moe_flops_per_s=base.moe_flops_per_s * eff))
+
+        return curve_loss(prepared, predict)
 
     best_eff = min(MOE_GRID, key=loss)
     best = loss(best_eff)
@@ -404,19 +413,12 @@ def fit_request(cat: Catalog) -> list[tuple[float, float]]:
     cases, _ = load_cases(cat)
     chosen = [c for c in cases if c.v1 and not c.holdout]
     prepared = [(c, p) for c in chosen if (p := prepare(cat, c)) is not None]
-    weight: dict[str, int] = {}
-    for c, _ in prepared:
-        weight[c.curve] = weight.get(c.curve, 0) + len(c.measured)
 
     def loss(seconds: float) -> float:
-        num = den = 0.0
-        for c, p in prepared:
-            pred = run_replay(p, replace(p.server.cost, request_overhead_s=seconds))
-            for m in METRICS:
-                if m in c.measured and math.isfinite(pred.get(m, math.nan)) and pred[m] > 0:
-                    num += min(abs(math.log(pred[m] / c.measured[m])), CLIP) / weight[c.curve]
-                    den += 1.0 / weight[c.curve]
-        return num / den
+        return curve_loss(
+            prepared,
+            lambda c, p: run_replay(p, replace(p.server.cost, request_overhead_s=seconds)),
+        )
 
     return sorted((loss(v), v) for v in REQUEST_GRID)
 

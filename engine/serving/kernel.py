@@ -164,6 +164,7 @@ def _serve_py(
     served = np.zeros(n)
     intake = np.zeros(4)
     intake[3] = -1.0
+    intake_due = 0.0  # the front end's next event, while no request is issued
     if users > 0:
         issued = min(users, n)
         for i in range(issued):
@@ -188,8 +189,11 @@ def _serve_py(
     phase_at = 0  # (-step) % block_tokens: decode positions that cross a block boundary
     empty_to = 0  # calendar slots of steps from `step` up to this one are empty
 
+    issued_seen = issued
     while True:
-        _take_in(t, intake, served, ready, arrival, issued, work, latency)
+        if t >= intake_due or issued != issued_seen:
+            intake_due = _take_in(t, intake, served, ready, arrival, issued, work, latency)
+            issued_seen = issued
         # -- arrivals up to now join the queue (or are shed, or cannot fit at all)
         while next_arrival < intake[2] and ready[next_arrival] <= t:
             r = next_arrival
@@ -444,14 +448,14 @@ def _serve_py(
             budget -= take
 
         if n_dec == 0 and n_chunks == 0:
-            # idle: wait for the next arrival (open loop) or stop
+            # idle: nothing happens until the next request reaches the scheduler
+            # (open loop), so the front end runs until it lets that one go
             if next_arrival < issued:
-                t = max(
-                    t,
-                    _next_ready(
-                        intake, served, ready, arrival, next_arrival, issued, work, latency
-                    ),
-                )
+                while next_arrival >= intake[2]:
+                    intake_due = _take_in(
+                        intake_due, intake, served, ready, arrival, issued, work, latency
+                    )
+                t = max(t, ready[next_arrival])
                 continue
             break
 
@@ -824,21 +828,21 @@ def _take_in_py(
     issued: int,
     work: float,
     latency: float,
-) -> None:  # pragma: no cover - compiled
-    """Run the front end up to ``upto``.
+) -> float:  # pragma: no cover - compiled
+    """Run the front end up to ``upto``; returns when it next has something to do.
 
     Requests come in in the order they arrive and leave for the scheduler,
-    which they reach (``ready``) a latency later.
+    which they reach (``ready``) a latency later. Between events the state
+    need not be brought up to date: with the same requests in, the service
+    each has had grows linearly, so the next event catches it up.
     """
     while True:
         arrive, leave = _intake_event(intake, served, arrival, issued, work)
         head = int(intake[2])
         last = int(intake[3])
-        if min(arrive, leave) > upto:
-            if last >= head and upto > intake[0]:
-                intake[1] += (upto - intake[0]) / (last - head + 1)
-            intake[0] = max(intake[0], upto)
-            return
+        due = min(arrive, leave)
+        if due > upto or due == np.inf:
+            return float(due)
         if leave <= arrive:
             intake[1] = served[head] + work
             intake[0] = leave
