@@ -99,16 +99,13 @@ def test_requests_far_apart_each_pay_only_their_own_intake():
     # Arrivals 1 s apart never share the front end: each first token comes its
     # intake later than without one.
     intake = 5 * MS
+    fronted = vllm(cost=replace(COST, request_overhead_s=intake))
     arrival = np.arange(20) * 1.0
-    slow = serve(
-        vllm(cost=replace(COST, request_overhead_s=intake)), arrival, *requests(20, 300, 8)
-    )
+    slow = serve(fronted, arrival, *requests(20, 300, 8))
     fast = serve(vllm(), arrival, *requests(20, 300, 8))
     assert np.allclose(slow.first - fast.first, intake, rtol=0, atol=1e-9)
     # two together share it: both leave it after twice the work
-    pair = serve(
-        vllm(cost=replace(COST, request_overhead_s=intake)), np.zeros(2), *requests(2, 300, 8)
-    )
+    pair = serve(fronted, np.zeros(2), *requests(2, 300, 8))
     alone = serve(vllm(), np.zeros(2), *requests(2, 300, 8))
     assert np.all(pair.first >= 2 * intake)
     assert pair.first[0] == pytest.approx(alone.first[0] + 2 * intake)

@@ -9,7 +9,14 @@ import itertools
 import pytest
 from backpressure.catalog.loader import load_catalog
 from backpressure.engine.serving.model import StepCost
-from backpressure.engine.serving.spec import all_reduce, remote_gpus, step_cost
+from backpressure.engine.serving.spec import (
+    all_reduce,
+    eager_layer_s,
+    graph_tokens,
+    remote_gpus,
+    server,
+    step_cost,
+)
 from backpressure.engine.serving.step import distinct_experts, expert_reads, pack, step_time
 from backpressure.generator import resolve
 
@@ -189,8 +196,6 @@ def test_a_vllm_pass_pays_its_own_time_per_moe_layer_not_llama_cpps() -> None:
 def test_a_vllm_moe_step_too_large_for_a_cuda_graph_pays_the_eager_layers() -> None:
     # vLLM captures graphs up to min(2 max_num_seqs, 512) tokens; one token more
     # and every MoE layer's many small kernels launch from the host.
-    from backpressure.engine.serving.spec import graph_tokens, server
-
     cat = load_catalog()
     k = resolve.constants(cat)
     per_layer = k.serving_moe_eager_layer_s["vllm"]
@@ -226,8 +231,6 @@ def test_a_vllm_moe_step_too_large_for_a_cuda_graph_pays_the_eager_layers() -> N
 
 def test_the_eager_moe_layer_time_on_several_gpus_is_its_own() -> None:
     # on several GPUs each eagerly launched collective waits for the slowest host
-    from backpressure.engine.serving.spec import eager_layer_s
-
     k = resolve.constants(load_catalog())
     one, several = (
         k.serving_moe_eager_layer_s["vllm"],
