@@ -7,6 +7,7 @@ import difflib
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
+from backpressure.catalog.constants import Calibration
 from backpressure.catalog.loader import Catalog, load_catalog
 from backpressure.catalog.schema import Gpu, KvDtype, Quant
 from backpressure.catalog.schema import Runtime as RuntimeEntry
@@ -55,8 +56,22 @@ def lookup(table: dict[str, T], kind: str, wanted: str) -> T:
     return table[canonical_id(table, kind, wanted)]
 
 
+# constants(cat) by the identity of the catalog's calibration table: a sweep asks
+# for them once per config, and building them is a scan of every entry
+_CONSTANTS: dict[int, tuple[dict[str, Calibration], Constants]] = {}
+
+
 def constants(cat: Catalog) -> Constants:
     """Calibration constants from catalog/calibration.yaml."""
+    seen = _CONSTANTS.get(id(cat.calibration))
+    if seen is not None and seen[0] is cat.calibration:
+        return seen[1]
+    built = _build_constants(cat)
+    _CONSTANTS[id(cat.calibration)] = (cat.calibration, built)
+    return built
+
+
+def _build_constants(cat: Catalog) -> Constants:
     c = {name: cal.value for name, cal in cat.calibration.items()}
 
     def group(prefix: str) -> dict[str, float]:

@@ -153,24 +153,33 @@ def _serve_py(
     issued = 0  # closed loop: requests issued so far
     # Each request passes the front end (parsing, tokenizing), which shares its
     # time among the requests in it, and then a latency that overlaps other
-    # requests': it reaches the scheduler at ``ready``. ``intake`` holds the
-    # front end's state: [0] its clock, [1] the service each request in it has
-    # had since the run began (its virtual time), [2] the first request still
-    # in it, [3] the last one that came in; ``served`` is each request's
-    # virtual time when it came in.
+    # requests': it reaches the scheduler at ``ready``. The front end's state:
+    # its clock, the service each request in it has had since the run began
+    # (its virtual time), the first request still in it (every one before it
+    # has left) and the last one that came in; ``served`` is each request's
+    # virtual time when it came in. Scalars, not an array: the hot loop reads
+    # ``head`` every step, and a value in an array would be reloaded after
+    # every store to any other float array.
     work = cost[REQUEST_S]
     latency = cost[LATENCY_S]
     ready = np.zeros(n)
     served = np.zeros(n)
-    intake = np.zeros(4)
-    intake[3] = -1.0
+    clock = 0.0
+    vtime = 0.0
+    head = 0
+    last = -1
     intake_due = 0.0  # the front end's next event, while no request is issued
     if users > 0:
         issued = min(users, n)
         for i in range(issued):
             arrival[i] = 0.0
     else:
+        # open loop: every arrival is known and nothing the scheduler does
+        # feeds back into the front end, so all of it runs now, once
         issued = n
+        intake_due, clock, vtime, head, last = _take_in(
+            np.inf, clock, vtime, head, last, served, ready, arrival, issued, work, latency
+        )
     resolved = 0
     lost = 0
     slow = 0
@@ -192,10 +201,12 @@ def _serve_py(
     issued_seen = issued
     while True:
         if t >= intake_due or issued != issued_seen:
-            intake_due = _take_in(t, intake, served, ready, arrival, issued, work, latency)
+            intake_due, clock, vtime, head, last = _take_in(
+                t, clock, vtime, head, last, served, ready, arrival, issued, work, latency
+            )
             issued_seen = issued
         # -- arrivals up to now join the queue (or are shed, or cannot fit at all)
-        while next_arrival < intake[2] and ready[next_arrival] <= t:
+        while next_arrival < head and ready[next_arrival] <= t:
             r = next_arrival
             next_arrival += 1
             need = prompt[r] + output[r]
@@ -451,9 +462,19 @@ def _serve_py(
             # idle: nothing happens until the next request reaches the scheduler
             # (open loop), so the front end runs until it lets that one go
             if next_arrival < issued:
-                while next_arrival >= intake[2]:
-                    intake_due = _take_in(
-                        intake_due, intake, served, ready, arrival, issued, work, latency
+                while next_arrival >= head:
+                    intake_due, clock, vtime, head, last = _take_in(
+                        intake_due,
+                        clock,
+                        vtime,
+                        head,
+                        last,
+                        served,
+                        ready,
+                        arrival,
+                        issued,
+                        work,
+                        latency,
                     )
                 t = max(t, ready[next_arrival])
                 continue
@@ -573,13 +594,15 @@ def _serve_py(
         # the step's phases, kept up to date without an integer division per step
         slot = slot + 1 if slot + 1 < span else 0
         phase_at = phase_at - 1 if phase_at > 0 else block_tokens - 1
-        if quiet and not vllm and n_dec > 0 and not step_by_step:
-            # A quiet llama.cpp step (decode only: no prompt chunk, no finish)
-            # changes nothing its scheduler decides by: until a sequence is due
-            # to finish, a request arrives, an age check or the run's end falls
-            # due, every step is another of the same kind, whose KV read grows
-            # by one token per sequence. Those steps are summed in closed form
-            # (:func:`_stretch_py`) instead of run one by one.
+        if quiet and n_dec > 0 and not step_by_step and (not vllm or w_len == 0):
+            # A quiet step (decode only: no prompt chunk, no finish; for vLLM
+            # nothing waiting either) changes nothing its scheduler decides by:
+            # until a sequence is due to finish, a request arrives, an age check
+            # or the run's end falls due (for vLLM: or a sequence crosses a block
+            # boundary and takes a block), every step is another of the same
+            # kind, whose KV read grows by one token per sequence. Those steps
+            # are summed in closed form (:func:`_stretch_py`) instead of run one
+            # by one.
             # the scan resumes where the last one stopped: the slots it passed are
             # still empty unless a sequence joined before there (empty_to is lowered)
             due = empty_to if empty_to > step else step
@@ -590,13 +613,24 @@ def _serve_py(
             empty_to = due
             until = np.inf
             if next_arrival < issued:
-                until = _next_ready(
-                    intake, served, ready, arrival, next_arrival, issued, work, latency
-                )
+                # the next request reaches the scheduler at ``ready`` once it
+                # has left the front end; until then no sooner than the front
+                # end's next event (a quiet step issues none, so that is current)
+                until = ready[next_arrival] if next_arrival < head else intake_due + latency
             if w_len > 0:
                 until = min(until, last_age_check + 1.0)
-            if due > step and t < until and t <= stop_s:
-                passes = (n_dec + ubatch - 1) // ubatch
+            most = due - step
+            if vllm:
+                # the stretch ends before the next step that takes a block: the
+                # blocks in use, and so the pool's occupancy, change there
+                j = 0
+                p = phase_at
+                while j < most and hist[p] == 0:
+                    j += 1
+                    p = p - 1 if p > 0 else block_tokens - 1
+                most = j
+            if most > 0 and t < until and t <= stop_s:
+                passes = 1 if vllm else (n_dec + ubatch - 1) // ubatch
                 j = _stretch(
                     cost,
                     experts,
@@ -606,14 +640,17 @@ def _serve_py(
                     t,
                     until,
                     stop_s,
-                    due - step,
+                    most,
                     parts,
                     los,
                     his,
                 )
                 if j > 0:
                     dt = parts[0]
-                    _spread(occupancy, queued, bin_s, bins, t, t + dt, used / total_res, w_len)
+                    util = used / total_res
+                    if vllm:
+                        util = max(util, n_running / max_seqs)
+                    _spread(occupancy, queued, bin_s, bins, t, t + dt, util, w_len)
                     t = t + dt
                     sums[0] += n_running * dt
                     sums[1] += dt
@@ -802,34 +839,42 @@ def _next_request_py(
 
 
 def _intake_event_py(
-    intake: Any, served: Any, arrival: Any, issued: int, work: float
+    clock: float,
+    vtime: float,
+    head: int,
+    last: int,
+    served: Any,
+    arrival: Any,
+    issued: int,
+    work: float,
 ) -> tuple[float, float]:  # pragma: no cover - compiled
     """When the front end next takes a request in, and when it next lets one go.
 
     The first request in it leaves once its virtual time has grown by ``work``;
     with ``k`` in, the virtual time grows ``1/k`` as fast as the clock.
     """
-    head = int(intake[2])
-    last = int(intake[3])
     arrive = arrival[last + 1] if last + 1 < issued else np.inf
     leave = np.inf
     if last >= head:
-        left = max(served[head] + work - intake[1], 0.0)
-        leave = intake[0] + left * (last - head + 1)
+        left = max(served[head] + work - vtime, 0.0)
+        leave = clock + left * (last - head + 1)
     return arrive, leave
 
 
 def _take_in_py(
     upto: float,
-    intake: Any,
+    clock: float,
+    vtime: float,
+    head: int,
+    last: int,
     served: Any,
     ready: Any,
     arrival: Any,
     issued: int,
     work: float,
     latency: float,
-) -> float:  # pragma: no cover - compiled
-    """Run the front end up to ``upto``; returns when it next has something to do.
+) -> tuple[float, float, float, int, int]:  # pragma: no cover - compiled
+    """Run the front end up to ``upto``: when it next has something to do, and its state.
 
     Requests come in in the order they arrive and leave for the scheduler,
     which they reach (``ready``) a latency later. Between events the state
@@ -837,45 +882,21 @@ def _take_in_py(
     each has had grows linearly, so the next event catches it up.
     """
     while True:
-        arrive, leave = _intake_event(intake, served, arrival, issued, work)
-        head = int(intake[2])
-        last = int(intake[3])
+        arrive, leave = _intake_event(clock, vtime, head, last, served, arrival, issued, work)
         due = min(arrive, leave)
         if due > upto or due == np.inf:
-            return float(due)
+            return float(due), clock, vtime, head, last
         if leave <= arrive:
-            intake[1] = served[head] + work
-            intake[0] = leave
+            vtime = served[head] + work
+            clock = leave
             ready[head] = leave + latency
-            intake[2] = head + 1
+            head += 1
         else:
-            if last >= head and arrive > intake[0]:
-                intake[1] += (arrive - intake[0]) / (last - head + 1)
-            intake[0] = max(intake[0], arrive)
-            served[last + 1] = intake[1]
-            intake[3] = last + 1
-
-
-def _next_ready_py(
-    intake: Any,
-    served: Any,
-    ready: Any,
-    arrival: Any,
-    r: int,
-    issued: int,
-    work: float,
-    latency: float,
-) -> float:  # pragma: no cover - compiled
-    """When request ``r``, the next to reach the scheduler, does.
-
-    For one still in the front end or not yet come, a time no later than that:
-    the front end's next event (more requests coming in only delay the next to
-    leave).
-    """
-    if r < intake[2]:
-        return float(ready[r])
-    arrive, leave = _intake_event(intake, served, arrival, issued, work)
-    return float(min(arrive, leave) + latency)
+            if last >= head and arrive > clock:
+                vtime += (arrive - clock) / (last - head + 1)
+            clock = max(clock, arrive)
+            last += 1
+            served[last] = vtime
 
 
 def _stretch_py(
@@ -990,7 +1011,6 @@ _requeue = compiled(_requeue_py, "always")
 _next_request = compiled(_next_request_py, "always")
 _intake_event = compiled(_intake_event_py, "always")
 _take_in = compiled(_take_in_py, "always")
-_next_ready = compiled(_next_ready_py, "always")
 _finish = compiled(_finish_py, "always")
 _spread = compiled(_spread_py, "always")
 _stretch = compiled(_stretch_py, "always")

@@ -316,11 +316,14 @@ def test_every_request_of_a_closed_loop_ends_and_nothing_leaks(
     window=st.sampled_from([0, 512, 4096]),
     host=st.sampled_from([0.0, 0.004]),
     seed=st.integers(0, 2**32 - 1),
+    runtime=st.sampled_from(["llama.cpp", "vllm"]),
 )
-def test_quiet_llama_cpp_stretches_sum_to_what_stepping_gives(slots, rate, window, host, seed):
+def test_quiet_stretches_sum_to_what_stepping_gives(slots, rate, window, host, seed, runtime):
     # Memory-bound (weights), compute-bound (a slow card) and host-bound steps,
-    # with and without a sliding window: the closed-form sum of a quiet stretch
-    # must land every request where running each step does.
+    # with and without a sliding window, on both schedulers: the closed-form sum
+    # of a quiet stretch must land every request where running each step does.
+    # vLLM with few blocks, so that some stretches end where a block is taken
+    # and some runs preempt.
     cost = replace(
         COST,
         window=window,
@@ -328,7 +331,10 @@ def test_quiet_llama_cpp_stretches_sum_to_what_stepping_gives(slots, rate, windo
         flops_per_s=4e12 if seed % 2 else 100e12,
         step_overhead_s=host,
     )
-    srv = llama(slots=slots, ctx=4096, cost=cost, depth=64, wait=30.0)
+    if runtime == "vllm":
+        srv = vllm(blocks=81 + slots * 40, seqs=slots, cost=cost, depth=64, wait=30.0)
+    else:
+        srv = llama(slots=slots, ctx=4096, cost=cost, depth=64, wait=30.0)
     arrival = Epochs(seed).until(200 * rate)
     arrival = arrival[: np.searchsorted(arrival, 200 * rate)] / rate
     n = arrival.size
