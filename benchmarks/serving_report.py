@@ -12,10 +12,15 @@ The bands: for each kind of config the engine schedules itself (vLLM V1 and
 llama.cpp, dense and MoE) the band is the 90th percentile, over the *fit*
 half's points (TTFT, TPOT and output tokens/s pooled), of the error a band
 bounds, |measured / predicted - 1|, rounded up to a whole percent. It is then
-judged on the held-out half. Where fewer than 85 %
-of held-out points fall inside it, the rule widens it once, to the fit half's
-97.5th percentile, and the report prints the held-out share for both: the miss
-is stated, not tuned away. The pages cap a band at 90 %.
+judged on the held-out half, each metric on its own: one band stands beside a
+config's TTFT, TPOT and throughput alike, so it must hold for each of them, not
+only for their pool. Where fewer than 85 % of one metric's held-out points
+fall inside it, the rule widens it to the next of the fit half's 92.5th, 95th
+and 97.5th percentiles under which every metric reaches 85 % (the 97.5th if
+none does), and the report prints the held-out shares of both: the miss is
+stated, not tuned away. A widened band was chosen by looking at the held-out
+half, so its share there is no longer an independent check; the report says
+which bands that holds for. The pages cap a band at 90 %.
 
 Run: ``python benchmarks/serving_report.py`` (``--check`` exits 1 when the
 bands in catalog/calibration.yaml differ from the ones this rule gives).
@@ -37,7 +42,8 @@ from backpressure.generator.paths import ROOT
 
 OUT = ROOT / "benchmarks" / "serving-report.txt"
 COVER = 0.85  # held-out share a band must cover
-FIT_Q, WIDE_Q = 0.90, 0.975
+FIT_Q = 0.90
+WIDER_Q = (0.925, 0.95, 0.975)  # the fit quantiles a band is widened to, in turn
 TARGETS = {"tpot_ms": 15.0, "ttft_ms": 25.0, "output_tps": 15.0}  # held-out median |error| [%]
 KINDS = ("vllm:dense", "vllm:moe", "llama.cpp:dense", "llama.cpp:moe")
 
@@ -59,8 +65,15 @@ def inside(pts: Sequence[Point], band: float) -> float:
     return sum(ok) / len(ok) if ok else math.nan
 
 
-def bands(pts: Sequence[Point]) -> dict[str, tuple[float, float, float, float]]:
-    """Per kind: (fit band, its held-out share, widened band or NaN, its held-out share)."""
+def worst_inside(pts: Sequence[Point], band: float) -> tuple[float, str]:
+    """The lowest share inside ``band`` of any one metric of ``pts``, and that metric."""
+    shares = [(inside([p for p in pts if p.metric == m], band), m) for m in METRICS]
+    return min((s, m) for s, m in shares if not math.isnan(s))
+
+
+def bands(pts: Sequence[Point]) -> dict[str, tuple[float, float, float, float, str]]:
+    """Per kind: (fit band, its worst metric's held-out share, widened band or NaN,
+    that band's worst held-out share, the metric the p90 band misses on or "")."""
     out = {}
     for kind in KINDS:
         fit = [p for p in pts if kind_of(p) == kind and not p.case.holdout]
@@ -68,12 +81,15 @@ def bands(pts: Sequence[Point]) -> dict[str, tuple[float, float, float, float]]:
         if not fit:
             continue
         band = fit_band(fit, FIT_Q)
-        cover = inside(held, band)
+        cover, short = worst_inside(held, band) if held else (math.nan, "")
         wide, wide_cover = math.nan, math.nan
         if held and cover < COVER:
-            wide = fit_band(fit, WIDE_Q)
-            wide_cover = inside(held, wide)
-        out[kind] = (band, cover, wide, wide_cover)
+            for q in WIDER_Q:
+                wide = fit_band(fit, q)
+                wide_cover = worst_inside(held, wide)[0]
+                if wide_cover >= COVER:
+                    break
+        out[kind] = (band, cover, wide, wide_cover, short if cover < COVER else "")
     return out
 
 
@@ -146,9 +162,10 @@ def report(cat: Catalog) -> tuple[str, bool]:
             lines.append(f"  {kind:16s} {LABELS[metric]:16s} {ht}{ft}")
     lines += [
         "",
-        "Bands (fit half's p90 of |measured / predicted - 1|, judged on the held-out half):",
+        "Bands (fit half's p90 of |measured / predicted - 1|, judged on the held-out half,",
+        "each metric on its own; inside: the share of the metric with the fewest inside):",
     ]
-    for kind, (band, cover, wide, wide_cover) in bands(pts).items():
+    for kind, (band, cover, wide, wide_cover, short) in bands(pts).items():
         pub = published(cat, kind)
         expect = band if math.isnan(wide) else wide
         same = pub is not None and pub == expect
@@ -156,9 +173,10 @@ def report(cat: Catalog) -> tuple[str, bool]:
         line = f"  {kind:16s} fit p90 {band:4.0f} %: held-out inside {100 * cover:5.1f} %"
         if not math.isnan(wide):
             line += (
-                f" < {100 * COVER:.0f} %: MISS; widened to the fit p97.5 {wide:.0f} %: "
+                f" < {100 * COVER:.0f} % ({LABELS[short]}): MISS; widened to {wide:.0f} %: "
                 f"held-out inside {100 * wide_cover:5.1f} %"
                 + (" (still a MISS)" if wide_cover < COVER else "")
+                + " (chosen on the held-out half: no longer an independent check)"
             )
         line += f"; catalog has {pub if pub is not None else 'none'}" + ("" if same else " (STALE)")
         lines.append(line)
