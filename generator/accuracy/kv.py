@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import batched_tokens, estimate
-from backpressure.engine.inputs import Device
+from backpressure.engine.inputs import Device, WeightFormat
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
@@ -52,11 +52,31 @@ MODELS = {
     "RedHatAI/gemma-3-12b-it-FP8-dynamic": ("gemma-3-12b", "fp8"),
     "RedHatAI/gemma-3-27b-it-FP8-dynamic": ("gemma-3-27b", "fp8"),
     "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("qwen3-coder-30b-a3b", "gptq-int4"),
-    "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", "awq-int4"),
-    "cyankiwi/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", "awq-int4"),
+    # Its logs load only the routed experts 4-bit ("Falling back to
+    # UnquantizedLinearMethod" for every other Linear layer), which awq-int4 (all
+    # Linear layers) does not describe, and no source gives its group size: no quant,
+    # so the allocator check only.
+    "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", ""),
+    "cyankiwi/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", ""),
     "openai/gpt-oss-20b": ("gpt-oss-20b", "mxfp4"),
     "openai/gpt-oss-120b": ("gpt-oss-120b", "mxfp4"),
     "Qwen/Qwen3-Next-80B-A3B-Instruct": ("qwen3-next-80b-a3b", "bf16"),
+}
+# Quantized checkpoints no catalog quant describes, priced as they are stored for
+# the end-to-end check (by hf_repo as in MODELS, whose quant they stand in for).
+CHECKPOINTS = {
+    # W4A16: symmetric int4 with one 16-bit scale per group of 32 (4 + 16/32 = 4.5
+    # bits), on the routed experts only; attention, Gated DeltaNet, shared expert,
+    # router and embeddings stay bf16. Group size: the Avarok write-up "We Unlocked
+    # NVFP4 on DGX Spark" (2026-02-19, a public GitHub file whose repository the
+    # library index does not name, library file id 9766443113: "W4A16,
+    # group_size=32"). Experts only: an llm-compressor recipe that follows this
+    # checkpoint's (library file id 4937267950: "This matches cyankiwi's saved
+    # recipe.yaml which shows only expert layers were quantized"), and the L40S log
+    # of vllm_kv_hybrid.csv loads its experts with CompressedTensorsWNA16MarlinMoEMethod.
+    "cyankiwi/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": WeightFormat(
+        "W4A16, group 32, routed experts only", 4.5, 16.0, experts_only=True
+    ),
 }
 GPUS = {
     "H100 80GB HBM3": "h100-sxm",
@@ -239,7 +259,10 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                     logged_kv_gib=float(r["available_kv_gib"]),
                 )
             device = _device(cat, gpu, r["gpu"], count)
-            if device is not None and r["gpu_memory_utilization"] and quant in cat.quants:
+            fmt = CHECKPOINTS.get(repo)
+            if fmt is None and quant in cat.quants:
+                fmt = resolve.weight_format(cat.quants[quant])
+            if device is not None and r["gpu_memory_utilization"] and fmt is not None:
                 runtime = resolve.runtime_profile(cat.runtimes["vllm"])
                 runtime = replace(
                     runtime,
@@ -251,7 +274,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 res = estimate(
                     device,
                     runtime,
-                    resolve.weight_format(cat.quants[quant]),
+                    fmt,
                     resolve.constants(cat),
                     context,
                     kv_bytes,

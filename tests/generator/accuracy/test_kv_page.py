@@ -121,6 +121,23 @@ def test_calibration_only_models_are_checked_end_to_end_only_with_weights() -> N
     assert rows["hybrid-linear"]["n"] > 0
 
 
+def test_a_checkpoint_that_quantizes_only_its_experts_is_priced_as_stored() -> None:
+    # Both Qwen3-Next AWQ checkpoints keep every layer but the routed experts in
+    # 16 bits. The one with a known group size (32: 4.5 bits) is priced that way
+    # end to end, and its weights land on the log's loading line (22.53 GiB per GPU
+    # at TP 2); the catalog's awq-int4, which quantizes every Linear layer, would
+    # give 19.72. The other, whose group size no source gives, is checked by the
+    # allocator alone.
+    rows = [r for r in vllm_checks(load_catalog()) if r.model == "qwen3-next-80b-a3b"]
+    stored = [r for r in rows if "aether-agent" in r.url]
+    assert len(stored) == 1
+    assert stored[0].weights_gib == pytest.approx(22.53, rel=0.01)
+    assert stored[0].logged_weights_gib == pytest.approx(22.53, rel=0.001)
+    unknown = [r for r in rows if "amd-r9700" in r.url]
+    assert unknown
+    assert all(r.e2e is None and r.alloc is not None for r in unknown)
+
+
 def test_a_published_family_without_logs_is_listed_as_unchecked() -> None:
     # A family the catalog publishes with no held-out log at all is named, not left out
     cat = load_catalog()
