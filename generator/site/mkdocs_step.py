@@ -155,13 +155,15 @@ def _name(path: str) -> str:
 
 
 def _key(docs: Path, config_file: Path) -> str:
-    """Hash of everything mkdocs' output depends on."""
+    """Hash of everything mkdocs' output depends on, and the code that cuts shells from it."""
     from mkdocs.config import load_config
 
     custom = load_config(config_file=str(config_file)).theme.custom_dir
     overrides = Path(custom) if custom else None
+    shell_code = Path(assemble.__file__)
     return digest(
         files_digest([p for p in docs.rglob("*") if p.is_file()], docs),
+        files_digest([shell_code], shell_code.parent),
         files_digest([config_file], config_file.parent),
         files_digest([p for p in overrides.rglob("*") if p.is_file()], overrides)
         if overrides

@@ -142,6 +142,23 @@ def test_config_page_says_what_it_must(built):
     assert "assets/vega/vega.min.js" in html
 
 
+def test_config_pages_carry_the_theme_config_without_its_interface_strings(built):
+    # The strings label search results and copy buttons, which a config page does
+    # not have; the rest of the theme's config (base path, search worker) stays.
+    site, rows, _ = built
+    html = _page(site, next(r for r in rows if r.config_id == FIT))
+    found = re.findall(r'<script id="__config" type="application/json">(.*?)</script>', html)
+    assert len(found) == 1
+    config = json.loads(found[0])
+    assert config["translations"] == {}
+    assert config["base"] == "../../../../.."
+    assert config["search"].endswith(".min.js")
+    assert 'data-md-component="search"' not in html and "md-clipboard" not in html
+    # the hub pages, built by the theme itself, keep theirs
+    hub = (site / "index.html").read_text(encoding="utf-8")
+    assert "search.result.placeholder" in hub
+
+
 def test_a_config_that_does_not_fit_is_a_row_its_hub_cells_link_to(built):
     site, rows, _ = built
     row = next(r for r in rows if r.config_id == NOFIT)
