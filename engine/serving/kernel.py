@@ -158,8 +158,8 @@ def _serve_py(
     # (its virtual time), the first request still in it (every one before it
     # has left) and the last one that came in; ``served`` is each request's
     # virtual time when it came in. Scalars, not an array: the hot loop reads
-    # ``head`` every step, and a value in an array would be reloaded after
-    # every store to any other float array.
+    # ``head`` every step, and with the state in an array every step ran
+    # slower (benchmarks/sweep.txt, 2026-12-06).
     work = cost[REQUEST_S]
     latency = cost[LATENCY_S]
     ready = np.zeros(n)
