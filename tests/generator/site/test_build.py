@@ -153,7 +153,8 @@ def test_config_pages_carry_the_theme_config_without_its_interface_strings(built
     assert config["translations"] == {}
     assert config["base"] == "../../../../.."
     assert config["search"].endswith(".min.js")
-    assert 'data-md-component="search"' not in html and "md-clipboard" not in html
+    assert 'data-md-component="search"' not in html
+    assert "md-clipboard" not in html
     # the hub pages, built by the theme itself, keep theirs
     hub = (site / "index.html").read_text(encoding="utf-8")
     assert "search.result.placeholder" in hub
