@@ -459,8 +459,9 @@ def _serve_py(
             budget -= take
 
         if n_dec == 0 and n_chunks == 0:
-            # idle: nothing happens until the next request reaches the scheduler
-            # (open loop), so the front end runs until it lets that one go
+            # idle: nothing happens until the next request reaches the scheduler,
+            # so the front end runs until it lets that one go (a closed loop's
+            # requests; an open loop's all left it before the first step)
             if next_arrival < issued:
                 while next_arrival >= head:
                     intake_due, clock, vtime, head, last = _take_in(

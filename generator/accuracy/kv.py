@@ -52,10 +52,11 @@ MODELS = {
     "RedHatAI/gemma-3-12b-it-FP8-dynamic": ("gemma-3-12b", "fp8"),
     "RedHatAI/gemma-3-27b-it-FP8-dynamic": ("gemma-3-27b", "fp8"),
     "cpatonn/Qwen3-Coder-30B-A3B-Instruct-GPTQ-4bit": ("qwen3-coder-30b-a3b", "gptq-int4"),
-    # Its logs load only the routed experts 4-bit ("Falling back to
-    # UnquantizedLinearMethod" for every other Linear layer), which awq-int4 (all
-    # Linear layers) does not describe, and no source gives its group size: no quant,
-    # so the allocator check only.
+    # Both load only the routed experts 4-bit ("Falling back to
+    # UnquantizedLinearMethod" for every other Linear layer in cpatonn's logs), which
+    # awq-int4 (all Linear layers) does not describe: no catalog quant. cyankiwi's
+    # stored layout is known (CHECKPOINTS); no source gives cpatonn's group size, so
+    # its logs take the allocator check only.
     "cpatonn/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", ""),
     "cyankiwi/Qwen3-Next-80B-A3B-Instruct-AWQ-4bit": ("qwen3-next-80b-a3b", ""),
     "openai/gpt-oss-20b": ("gpt-oss-20b", "mxfp4"),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 
+from backpressure.generator.site.render import to_json
 from markupsafe import escape
 
 SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
@@ -151,8 +152,8 @@ def read_shell(site_dir: Path, depth: int) -> Shell:
     mark = f"<p>{BODY_MARK}</p>"
     if html.count(mark) != 1:
         raise SiteError(f"shell page at depth {depth}: content marker not found exactly once")
-    head, tail = html.split(mark)
-    return Shell(_compact(_lean_config(head)), _compact(_lean_config(tail)))
+    head, tail = _lean_config(html).split(mark)
+    return Shell(_compact(head), _compact(tail))
 
 
 _CONFIG = re.compile(r'(<script id="__config" type="application/json">)(.*?)(</script>)', re.S)
@@ -169,8 +170,7 @@ def _lean_config(html: str) -> str:
     def lean(m: re.Match[str]) -> str:
         config = json.loads(m.group(2))
         config["translations"] = {}
-        text = json.dumps(config, separators=(",", ":"), sort_keys=True)
-        return m.group(1) + text.replace("<", "\\u003c") + m.group(3)
+        return m.group(1) + str(to_json(config)) + m.group(3)
 
     return _CONFIG.sub(lean, html)
 
