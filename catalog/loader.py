@@ -322,6 +322,14 @@ def _check_calibration(
             needs.setdefault(key, set()).add(f"gpus/{gid}.yaml")
     for rid, rig in found["rigs"].items():
         needs.setdefault(f"allreduce_latency_s_{rig.interconnect}", set()).add(f"rigs/{rid}.yaml")
+    for rid, runtime in found["runtimes"].items():
+        for gpu in found["gpus"].values():
+            backend = (runtime.backends or {}).get(gpu.generation)
+            if backend is None or gpu.platform == "cpu":
+                continue
+            for prefix in ("bandwidth_efficiency", "layer_overhead_s"):
+                key = f"{prefix}_{gpu.platform}_{backend}"
+                needs.setdefault(key, set()).add(f"runtimes/{rid}.yaml")
     missing: dict[tuple[str, ...], list[str]] = {}
     for key in sorted(k for k in needs if k not in calibration and k not in reported):
         missing.setdefault(tuple(sorted(needs[key])), []).append(key)

@@ -242,6 +242,7 @@ class KvDtype(Entity):
 
 # A token count inside a mapping, bounded like the scalar token fields.
 Tokens = Annotated[int, Strict(), Field(ge=1, le=1_048_576)]
+BackendName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]{1,20}$")]
 PlatformName = Literal["nvidia", "amd", "apple", "intel", "cpu"]
 
 
@@ -404,6 +405,14 @@ class Runtime(Entity):
             "Whether a mixture-of-experts model over several GPUs deals its experts out "
             "whole (expert parallel) rather than splitting every expert across them "
             "(tensor parallel); unset = false."
+        ),
+    )
+    backends: dict[Generation, BackendName] | None = Field(
+        default=None,
+        description=(
+            "Per GPU generation, the backend this runtime is costed on where it is not the "
+            "platform's first (llama.cpp on RDNA: vulkan, not rocm); its decode constants are "
+            "the calibration's <platform>_<backend> ones."
         ),
     )
     expert_pair_reads_below: dict[PlatformName, Tokens] | None = Field(

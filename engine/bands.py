@@ -22,8 +22,10 @@ WIDENINGS: dict[str, tuple[int, str]] = {
     "small": (5, "under 7B: fixed per-step overhead weighs more than weight reads"),
     "large": (5, "over 34B: fewer public measurements to calibrate against"),
     "multi_gpu": (5, "multi-GPU: interconnect and all-reduce costs are modeled coarsely"),
-    # Set from the fit half of the dense llama-bench rows: the AMD ones miss by up to
-    # 38 % (p90 of 10) where NVIDIA's and Apple's stay near 10 %; 25 + 15 covers that.
+    # Set from the fit half of the dense llama-bench rows when one figure served both
+    # AMD backends (misses up to 38 %, p90 of 10, where NVIDIA's and Apple's stay near
+    # 10 %). Fitted per backend, the held-out AMD rows still need it: 10 of 13 inside
+    # without it, 11 with.
     "amd": (
         15,
         "AMD GPU: decode speed differs by backend (ROCm, Vulkan) and build far more "

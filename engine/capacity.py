@@ -164,11 +164,25 @@ def step_overhead_s(
     older per-routed-expert term (0 in the catalog since the MoE refit), and two
     all-reduces per layer under tensor parallelism.
     """
-    overhead = pass_overhead_s(device, constants, arch)
+    overhead = pass_overhead_s(device, constants, arch, runtime=runtime)
     if device.count > 1 and runtime.multi_gpu == "tensor-parallel" and device.interconnect:
         layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
         overhead += 2 * layers * constants.allreduce_latency_s[device.interconnect]
     return overhead
+
+
+def decode_key(device: Device, runtime: Runtime | None = None) -> str:
+    """The calibration key of a step's bandwidth share and fixed costs.
+
+    The platform (``cpu`` for a host's system memory), with the runtime's backend
+    appended where it runs one other than the platform's first on this device's
+    generation (``amd_vulkan``).
+    """
+    platform = "cpu" if device.memory_kind == "system" else device.platform
+    backend = None
+    if runtime is not None and platform != "cpu":
+        backend = dict(runtime.backends).get(device.generation)
+    return f"{platform}_{backend}" if backend else platform
 
 
 def pass_overhead_s(
@@ -176,6 +190,7 @@ def pass_overhead_s(
     constants: Constants,
     arch: ModelArch | None,
     moe_layer_s: float | None = None,
+    runtime: Runtime | None = None,
 ) -> float:
     """Fixed time of one forward pass on one device, all-reduces aside [s].
 
@@ -183,12 +198,12 @@ def pass_overhead_s(
     (:func:`step_overhead_s`). ``moe_layer_s`` replaces the platform's
     per-MoE-layer time (fitted on llama.cpp) for a runtime with a figure of its own.
     """
-    platform = "cpu" if device.memory_kind == "system" else device.platform
+    key = decode_key(device, runtime)
     layers = arch.num_layers if arch is not None else DEFAULT_LAYERS
-    overhead = layers * constants.layer_overhead_s[platform]
+    overhead = layers * constants.layer_overhead_s[key]
     if arch is not None and arch.experts is not None:
         e = arch.experts
-        per_layer = constants.moe_layer_overhead_s.get(platform, 0.0)
+        per_layer = constants.moe_layer_overhead_s.get(key, 0.0)
         overhead += e.moe_layers * (per_layer if moe_layer_s is None else moe_layer_s)
         overhead += e.moe_layers * e.experts_per_token * constants.moe_expert_overhead_s
     return overhead
@@ -219,7 +234,8 @@ def _step_model(
         expert_bytes=expert,
         experts=experts,
         kv_bytes_per_token=kv_per_token_avg,
-        bandwidth_bytes_per_s=constants.bandwidth_efficiency[platform] * bandwidth,
+        bandwidth_bytes_per_s=constants.bandwidth_efficiency[decode_key(device, runtime)]
+        * bandwidth,
         overhead_s=step_overhead_s(device, runtime, constants, arch),
         compute_per_seq_s=2 * active / (constants.decode_compute_efficiency * flops)
         if flops

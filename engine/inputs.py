@@ -89,6 +89,10 @@ class Runtime:
     metal_ext_columns: tuple[int, ...] = ()
     metal_ext_row_multiple: int = 0
     metal_tile_tokens: int = 0
+    # Per device generation, the backend the runtime runs there when it is not the
+    # platform's first (llama.cpp on RDNA GPUs: Vulkan instead of ROCm); its decode
+    # constants are the ``<platform>_<backend>`` ones. Absent: the first backend.
+    backends: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

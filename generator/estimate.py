@@ -50,6 +50,7 @@ class EstimateArgs:
     kv_dtype: str
     overhead_gb: float | None
     load: Load | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,10 @@ class Estimate:
     # the calibration it was costed with, as the report prints it
     min_stream_tokens_per_s: float
     kv_heuristic: float
+    # the GPU backend whose decode constants were used, and whether the
+    # platform has more than one (then the report names it)
+    backend: str = ""
+    backend_choice: bool = False
 
 
 def _usable_fraction_default(cat: Catalog, kind: str) -> float | None:
@@ -193,7 +198,35 @@ def _runtime(
                 f"--gpu-memory-utilization: runtime {rt_id} has a fixed overhead; use --overhead-gb"
             )
         profile = _replace(profile, gpu_memory_utilization=args.gpu_memory_utilization)
+    if args.backend is not None:
+        profile = _replace(profile, backends=_backend(cat, args.backend, rt_id, profile, device))
     return rt_id, profile
+
+
+def _backend(
+    cat: Catalog, name: str, rt_id: str, profile: Runtime, device: Device
+) -> tuple[tuple[str, str], ...]:
+    """The runtime's ``backends`` for ``--backend``: the platform's first, or one fitted apart."""
+    platform = "cpu" if device.memory_kind == "system" else device.platform
+    first = resolve.FIRST_BACKEND[platform]
+    own = resolve.own_backends(cat, platform)
+    wanted = name.strip().lower()
+    rest = tuple(kv for kv in profile.backends if kv[0] != device.generation)
+    if wanted == first:
+        return rest
+    if wanted not in own:
+        known = ", ".join([f"{first} (default)", *own])
+        raise UserError(
+            f"--backend: no calibration for {safe_repr(name)} on {platform} devices; known: {known}"
+        )
+    if not device.generation:
+        raise UserError("--backend: give a catalog --gpu; a --vram-gb device has no generation")
+    runs = sorted(g for g, b in (cat.runtimes[rt_id].backends or {}).items() if b == wanted)
+    if device.generation not in runs:
+        if not runs:
+            raise UserError(f"--backend: runtime {rt_id} runs {first} on {platform} devices")
+        raise UserError(f"--backend: runtime {rt_id} runs {wanted} only on {', '.join(runs)} GPUs")
+    return tuple(sorted((*rest, (device.generation, wanted))))
 
 
 def _replace(profile: Runtime, **changes: Any) -> Runtime:
@@ -249,7 +282,15 @@ def run_estimate(cat: Catalog, args: EstimateArgs) -> Estimate:
         serving,
         c.min_stream_tokens_per_s,
         c.kv_heuristic_mib_per_billion,
+        *_backend_named(cat, device, profile),
     )
+
+
+def _backend_named(cat: Catalog, device: Device, profile: Runtime) -> tuple[str, bool]:
+    platform = "cpu" if device.memory_kind == "system" else device.platform
+    first = resolve.FIRST_BACKEND[platform]
+    backend = first if platform == "cpu" else dict(profile.backends).get(device.generation, first)
+    return backend, bool(resolve.own_backends(cat, platform))
 
 
 def estimate_json(est: Estimate) -> dict[str, Any]:
@@ -259,6 +300,7 @@ def estimate_json(est: Estimate) -> dict[str, Any]:
         "model": est.model,
         "quant": est.quant,
         "runtime": est.runtime,
+        "backend": est.backend,
         "kv_dtype": est.kv_dtype,
         **{k: v for k, v in asdict(est.result).items() if k != "kv_pool"},
         **(est.serving or {}),

@@ -91,7 +91,8 @@ def render(est: Estimate) -> str:
     r = est.result
     head = (
         f"{est.device} · {est.model} · {est.quant} ({est.bits_per_weight:g} bits) · "
-        f"{r.context_tokens:,} tokens · {est.runtime} · KV {est.kv_dtype}"
+        f"{r.context_tokens:,} tokens · {est.runtime}"
+        f"{f' on {est.backend}' if est.backend_choice else ''} · KV {est.kv_dtype}"
     )
     lines = [
         head,

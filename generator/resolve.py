@@ -99,6 +99,30 @@ def _build_constants(cat: Catalog) -> Constants:
     )
 
 
+# The backend each platform's plain calibration keys were fitted on; a backend
+# fitted apart has keys of its own (``bandwidth_efficiency_amd_vulkan``).
+FIRST_BACKEND = {
+    "nvidia": "cuda",
+    "amd": "rocm",
+    "apple": "metal",
+    "intel": "vulkan",
+    "cpu": "cpu",
+}
+BACKEND_LABELS = {
+    "cuda": "CUDA",
+    "rocm": "ROCm",
+    "metal": "Metal",
+    "vulkan": "Vulkan",
+    "cpu": "CPU",
+}
+
+
+def own_backends(cat: Catalog, platform: str) -> list[str]:
+    """Backends of ``platform`` with decode constants of their own, sorted."""
+    prefix = f"bandwidth_efficiency_{platform}_"
+    return sorted(k.removeprefix(prefix) for k in cat.calibration if k.startswith(prefix))
+
+
 def device_from_gpu(
     gpu: Gpu, count: int = 1, interconnect: str | None = None, link: int | None = None
 ) -> Device:
@@ -172,6 +196,7 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         mxfp4_rest_bits=entry.mxfp4_rest_bits_per_weight or 0.0,
         expert_parallel=bool(entry.expert_parallel),
         expert_pair_reads_below=tuple(sorted((entry.expert_pair_reads_below or {}).items())),
+        backends=tuple(sorted((entry.backends or {}).items())),
         metal_ext_columns=_columns(entry.metal_ext_columns),
         metal_ext_row_multiple=entry.metal_ext_row_multiple or 0,
         metal_tile_tokens=entry.metal_tile_tokens or 0,

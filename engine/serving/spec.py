@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.capacity import parallel, pass_overhead_s, peak_flops
+from backpressure.engine.capacity import decode_key, parallel, pass_overhead_s, peak_flops
 from backpressure.engine.ceilings import split_weight_bytes
 from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
 from backpressure.engine.kernels import MetalKernels, metal_kernels, pair_reads_below
@@ -236,7 +236,11 @@ def step_cost(
         window_bytes = per_layer * len(windowed)
         window = max(windowed, default=0)
     overhead = pass_overhead_s(
-        device, constants, arch, constants.serving_moe_layer_overhead_s.get(runtime.scheduler)
+        device,
+        constants,
+        arch,
+        constants.serving_moe_layer_overhead_s.get(runtime.scheduler),
+        runtime,
     )
     hidden = arch.hidden_size if arch is not None else 4096
     moe_layers = experts.moe_layers if experts is not None else 0
@@ -274,7 +278,7 @@ def step_cost(
         state_read_bytes_per_seq=float(cap.kv_state_bytes_per_request),
         window_read_bytes_per_token=window_bytes,
         window=window,
-        bandwidth_bytes_per_s=constants.bandwidth_efficiency[platform]
+        bandwidth_bytes_per_s=constants.bandwidth_efficiency[decode_key(device, runtime)]
         * bandwidth_factor(constants, runtime.scheduler, device.generation)
         * device.bandwidth_bytes_per_s
         * gpus,

@@ -36,7 +36,12 @@ from backpressure.generator import resolve
 from backpressure.generator.accuracy.rows import data_rows
 
 Row = dict[str, Any]  # a measured row joined with what the check needs
-PLATFORMS = ("nvidia", "amd", "apple", "cpu")
+# Calibration keys: a platform, or platform_backend where a backend has its own fit
+# (AMD: ROCm rows fit ``amd``, Vulkan rows ``amd_vulkan``; they differ by 5-40 % on the
+# same cards).
+PLATFORMS = ("nvidia", "amd", "amd_vulkan", "apple", "cpu")
+# Backends other than a platform's first that have constants of their own.
+OWN_BACKENDS = {("amd", "Vulkan"): "amd_vulkan"}
 # llama.cpp's default cache type is f16; recurrent states are float32.
 KV_BYTES, STATE_BYTES = 2.0, 4.0
 MXFP4_BITS = 4.25
@@ -97,6 +102,13 @@ def hardware() -> dict[str, dict[str, str]]:
     return out
 
 
+def _key(platform: str, backend: str) -> str:
+    """The calibration key of a row: its platform, or platform_backend (:data:`OWN_BACKENDS`)."""
+    if backend == "CPU":
+        return "cpu"
+    return OWN_BACKENDS.get((platform, backend), platform)
+
+
 def _kind(name: str, platform: str) -> str:
     if platform == "cpu":
         return "system"
@@ -119,7 +131,7 @@ def dense_points() -> list[Row]:
         h = hw.get((r["hardware"], r["backend"]))
         if r["test"] != "tg128" or not h or not h["bandwidth_gb_s"] or not r["model_size_gib"]:
             continue
-        platform = "cpu" if r["backend"] == "CPU" else h["platform"]
+        platform = _key(h["platform"], r["backend"])
         if platform not in PLATFORMS:
             continue
         out.append(
@@ -163,7 +175,8 @@ def _dense_tps(p: Row, eff: float, per_layer: float) -> float:
 
 
 def _band(kind: str, params: float, moe: bool, platform: str) -> int:
-    return error_band(kind, int(params), 1, moe, None, True, True, 100, platform).pct
+    vendor = platform.split("_")[0]  # the band widens by vendor, whatever the backend
+    return error_band(kind, int(params), 1, moe, None, True, True, 100, vendor).pct
 
 
 def _arch_bytes(arch: ModelArch, size_bytes: float, quant: str) -> tuple[float, float]:
@@ -191,7 +204,7 @@ def model_points(cat: Catalog, moe: bool) -> list[Row]:
         h = hw.get(HARDWARE.get(r["hardware"], r["hardware"]))
         if h is None or not h["bandwidth_gb_s"]:
             continue
-        platform = "cpu" if r["backend"] == "CPU" else h["platform"]
+        platform = _key(h["platform"], r["backend"])
         arch = cat.archs[mid]
         if r["model_size_gib"]:
             size = float(r["model_size_gib"]) * GIB

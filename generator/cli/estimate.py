@@ -99,6 +99,11 @@ def _dump(obj: object) -> str:
     "serves it on this device).",
 )
 @click.option(
+    "--backend",
+    help="llama.cpp on a Radeon (RDNA) GPU: rocm or vulkan, each with its own decode "
+    "calibration (default: vulkan there; elsewhere the platform's only one).",
+)
+@click.option(
     "--gpu-memory-utilization",
     type=Finite(min=0, max=1, min_open=True),
     help="vLLM-style runtimes: share of memory the server claims (default: the runtime's).",
@@ -162,6 +167,7 @@ def estimate_command(
     context: int,
     gpus: int,
     runtime: str | None,
+    backend: str | None,
     gpu_memory_utilization: float | None,
     kv_dtype: str,
     overhead_gb: float | None,
@@ -215,6 +221,7 @@ def estimate_command(
         kv_dtype,
         overhead_gb,
         load_,
+        backend,
     )
     try:
         est = run_estimate(cat, args)

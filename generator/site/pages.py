@@ -12,6 +12,7 @@ from typing import Any
 from backpressure.catalog.loader import Catalog
 from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow, context_label
+from backpressure.generator.resolve import BACKEND_LABELS
 from backpressure.generator.text import gib
 
 GIB = 1024**3
@@ -45,14 +46,29 @@ def names(cat: Catalog, row: ResultRow) -> Names:
     """Display names of a row's device, model, quant and runtime."""
     quant = cat.quants.get(row.quant)
     model = cat.models.get(row.model)
-    runtime = cat.runtimes.get(row.runtime)
     return Names(
         device=device_name(cat, row.gpu),
         model=model.name if model else row.model,
         quant=quant.name if quant else row.quant,
-        runtime=runtime.name if runtime else row.runtime,
+        runtime=runtime_label(cat, row.runtime, row.gpu),
         bits=quant.bits_per_weight if quant else 0.0,
     )
+
+
+def runtime_label(cat: Catalog, runtime_id: str, device: str) -> str:
+    """A runtime's display name, with the backend where it is not the platform's first.
+
+    ``llama.cpp (llama-server) on Vulkan`` on a Radeon GPU.
+    """
+    runtime = cat.runtimes.get(runtime_id)
+    if runtime is None:
+        return runtime_id
+    rig = cat.rigs.get(device)
+    gpu = cat.gpus.get(rig.gpu if rig is not None else device)
+    backend = None
+    if gpu is not None and gpu.platform != "cpu":
+        backend = (runtime.backends or {}).get(gpu.generation)
+    return f"{runtime.name} on {BACKEND_LABELS.get(backend, backend)}" if backend else runtime.name
 
 
 def rel_root(page_dir: str) -> str:

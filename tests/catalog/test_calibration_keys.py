@@ -81,3 +81,14 @@ def test_many_users_are_shortened(tmp_path):
     (problem,) = info.value.problems
     assert "missing bandwidth_efficiency_nvidia (needed by gpus/a100-40gb-sxm.yaml" in str(problem)
     assert str(problem).endswith(" more)")
+
+
+def test_a_runtime_backend_without_calibration_fails(tmp_path):
+    root = copy_catalog(tmp_path)
+    drop_calibration(root, "bandwidth_efficiency_amd_vulkan")
+    with pytest.raises(CatalogError) as info:
+        load_catalog(root)
+    assert [str(p) for p in info.value.problems] == [
+        "catalog/calibration.yaml: missing bandwidth_efficiency_amd_vulkan "
+        "(needed by runtimes/llama.cpp.yaml)"
+    ]
