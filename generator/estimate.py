@@ -215,7 +215,7 @@ def _backend(
     if wanted == first:
         return rest
     if wanted not in own:
-        known = ", ".join([f"{first} (default)", *own])
+        known = ", ".join([first, *own])
         raise UserError(
             f"--backend: no calibration for {safe_repr(name)} on {platform} devices; known: {known}"
         )
