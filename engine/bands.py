@@ -28,8 +28,8 @@ WIDENINGS: dict[str, tuple[int, str]] = {
     # without it, 11 with.
     "amd": (
         15,
-        "AMD GPU: decode speed differs by backend (ROCm, Vulkan) and build far more "
-        "than on other vendors",
+        "AMD GPU: measured decode speed scatters by card and build far more than on "
+        "other vendors, even with ROCm and Vulkan fitted apart",
     ),
     "moe": (
         15,
