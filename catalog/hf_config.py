@@ -279,6 +279,7 @@ PARSERS: dict[str, _Parser] = {
     "llama4_text": hf_hybrid.parse_llama4,
     "qwen3_next": hf_hybrid.parse_qwen3_next,
     "granitemoehybrid": hf_hybrid.parse_granite_hybrid,
+    "nemotron_h": hf_hybrid.parse_nemotron_h,
 }
 
 

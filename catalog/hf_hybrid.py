@@ -1,9 +1,11 @@
-"""Parsers for models whose layers differ in kind: gpt-oss, Llama 4, Qwen3-Next, Granite 4.0-H.
+"""Parsers for models whose layers differ in kind: gpt-oss, Llama 4 and the hybrids.
 
+The hybrids are Qwen3-Next (Gated DeltaNet), Granite 4.0-H and Nemotron-H (Mamba-2).
 Each follows the tensor shapes of its Hugging Face implementation
 (``modeling_gpt_oss.py``, ``modeling_llama4.py``, ``modeling_qwen3_next.py``,
-``modeling_granitemoehybrid.py``) and the defaults of its configuration class,
-so that parameter counts can be checked against published totals.
+``modeling_granitemoehybrid.py``, ``modeling_nemotron_h.py``) and the defaults of
+its configuration class, so that parameter counts can be checked against
+published totals.
 """
 
 from __future__ import annotations
@@ -152,6 +154,17 @@ def parse_qwen3_next(cfg: Mapping[str, Any]) -> ModelArch:
     )
 
 
+def _mamba2_mixer(
+    hidden: int, heads: int, d_head: int, groups: int, d_state: int, d_conv: int
+) -> tuple[int, int, int]:
+    """(parameters less the optional biases, conv channels, inner width) of one Mamba-2 mixer."""
+    inner = heads * d_head
+    conv = inner + 2 * groups * d_state
+    # in_proj (z, x, B, C, dt), depthwise conv1d, A_log / D / dt_bias, gated norm, out_proj
+    params = hidden * (inner + conv + heads) + conv * d_conv + 3 * heads + inner
+    return params + inner * hidden, conv, inner
+
+
 def _mamba2(cfg: Mapping[str, Any]) -> tuple[int, Recurrent]:
     """One Mamba-2 mixer's parameters and its per-sequence state (GraniteMoeHybrid)."""
     hidden = int_(cfg, "hidden_size")
@@ -162,11 +175,10 @@ def _mamba2(cfg: Mapping[str, Any]) -> tuple[int, Recurrent]:
     d_conv = int_(cfg, "mamba_d_conv", 4)
     d_head = get(cfg, "mamba_d_head", "auto")
     d_head = inner // heads if d_head == "auto" else int_(cfg, "mamba_d_head")
-    conv = inner + 2 * groups * d_state
+    params, conv, inner = _mamba2_mixer(hidden, heads, d_head, groups, d_state, d_conv)
     bias = bool(cfg.get("mamba_proj_bias", False))
-    params = hidden * (inner + conv + heads) + conv * d_conv + 3 * heads + inner
     params += conv if cfg.get("mamba_conv_bias", True) else 0
-    params += inner * hidden + (hidden + inner + conv + heads if bias else 0)
+    params += hidden + inner + conv + heads if bias else 0
     return params, Recurrent("mamba", 1, (d_conv - 1) * conv, heads * d_head * d_state)
 
 
@@ -198,6 +210,83 @@ def parse_granite_hybrid(cfg: Mapping[str, Any]) -> ModelArch:
     recurrent = Recurrent("mamba", n_mamba, state.conv_elements, state.state_elements)
     experts = Experts(n, k, expert, layers_n, shared) if n else None
     windows = (0,) * sum(is_attn)
+    return assemble(
+        cfg, layers, gqa_attention(cfg, windows), experts, tied_default=False, recurrent=recurrent
+    )
+
+
+# vLLM keeps a NemotronH model's Mamba state in the config's ``mamba_ssm_cache_dtype``
+# (vllm/model_executor/models/config.py, NemotronHForCausalLMConfig: "Updating
+# mamba_ssm_cache_dtype to '%s' for NemotronH model"), float32 where the key is absent.
+SSM_CACHE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+NEMOTRON_LAYER_KINDS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def parse_nemotron_h(cfg: Mapping[str, Any]) -> ModelArch:
+    """Nemotron-H and Nemotron 3 (NemotronH): one mixer per layer by ``hybrid_override_pattern``.
+
+    ``M`` a Mamba-2 mixer, ``*`` grouped-query attention, ``-`` a squared-ReLU MLP
+    (up and down projections, no gate), ``E`` a mixture of such experts with a
+    sigmoid router, its correction bias and ``n_shared_experts`` shared experts. The
+    Mamba inner width is ``mamba_num_heads`` x ``mamba_head_dim``; one norm per layer.
+    """
+    hidden = int_(cfg, "hidden_size")
+    layers_n = int_(cfg, "num_hidden_layers")
+    pattern = get(cfg, "hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != layers_n:
+        raise ConfigError(
+            "config.json: 'hybrid_override_pattern' must be a string of one character per "
+            "layer (num_hidden_layers)"
+        )
+    kinds = [NEMOTRON_LAYER_KINDS.get(c) for c in pattern]
+    if None in kinds:
+        raise ConfigError(
+            "config.json: 'hybrid_override_pattern' may hold only M (Mamba-2), * (attention), "
+            "- (MLP) and E (mixture of experts)"
+        )
+    heads = int_(cfg, "mamba_num_heads")
+    d_head = int_(cfg, "mamba_head_dim")
+    d_state = int_(cfg, "ssm_state_size")
+    d_conv = int_(cfg, "conv_kernel", 4)
+    mixer, conv, inner = _mamba2_mixer(
+        hidden, heads, d_head, int_(cfg, "n_groups", 1), d_state, d_conv
+    )
+    mixer += conv if cfg.get("use_conv_bias", True) else 0
+    mixer += hidden + inner + conv + heads if cfg.get("mamba_proj_bias", False) else 0
+    attention = gqa_params(cfg, bool(cfg.get("attention_bias", False)), qk_norm=False)
+    mlp = 2 * hidden * int_(cfg, "intermediate_size")
+    experts, moe_total, moe_active = None, 0, 0
+    moe_layers = kinds.count("moe")
+    if moe_layers:
+        n = int_(cfg, "n_routed_experts")
+        k = experts_per_token(cfg, n)
+        expert = 2 * hidden * int_(cfg, "moe_intermediate_size")
+        shared = 2 * hidden * int_(cfg, "moe_shared_expert_intermediate_size", 0)
+        shared *= int_(cfg, "n_shared_experts", 1)
+        router = hidden * n + n
+        moe_total, moe_active = n * expert + shared + router, k * expert + shared + router
+        experts = Experts(n, k, expert, moe_layers, shared_params_per_layer=shared)
+    cost = {
+        "mamba": (mixer, 0, 0),
+        "attention": (attention, 0, 0),
+        "mlp": (0, mlp, mlp),
+        "moe": (0, moe_total, moe_active),
+    }
+    layers = [Layer(*cost[kind], hidden) for kind in kinds if kind is not None]
+    ssm = get(cfg, "mamba_ssm_cache_dtype", "float32")
+    if ssm not in SSM_CACHE_BYTES:
+        raise ConfigError(
+            "config.json: 'mamba_ssm_cache_dtype' must be one of "
+            f"{', '.join(sorted(SSM_CACHE_BYTES))}"
+        )
+    recurrent = Recurrent(
+        "mamba",
+        kinds.count("mamba"),
+        (d_conv - 1) * conv,
+        heads * d_head * d_state,
+        SSM_CACHE_BYTES[ssm],
+    )
+    windows = (0,) * kinds.count("attention")
     return assemble(
         cfg, layers, gqa_attention(cfg, windows), experts, tied_default=False, recurrent=recurrent
     )

@@ -70,11 +70,20 @@ class Recurrent:
     layers: int
     conv_elements: int
     state_elements: int
+    # Bytes of one recurrent-state element where the checkpoint fixes them for vLLM
+    # (NemotronH's ``mamba_ssm_cache_dtype``); 0: the model's dtype, as the conv window.
+    state_bytes: int = 0
 
     @property
     def elements_per_layer(self) -> int:
         """State elements one sequence holds in one layer."""
         return self.conv_elements + self.state_elements
+
+    def vllm_bytes_per_layer(self, dtype_bytes: int) -> int:
+        """One sequence's state in one layer as vLLM stores it [bytes]."""
+        return self.conv_elements * dtype_bytes + self.state_elements * (
+            self.state_bytes or dtype_bytes
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from backpressure.engine.kv import (
     kv_bytes_per_token,
     kv_bytes_per_token_heuristic,
     state_bytes_per_request,
+    vllm_state_bytes_per_request,
 )
 from backpressure.engine.kv_pool import VllmPool, llama_cpp_request_bytes, vllm_pool
 from backpressure.engine.memory import slots as slot_count
@@ -282,7 +283,7 @@ def _memory(
             gpus,
             runtime.block_tokens,
         )
-        state = state_bytes_per_request(arch, arch.dtype_bytes)
+        state = vllm_state_bytes_per_request(arch)
         return _Memory(weights, per_token, pool.request_bytes() * gpus, state, "exact", pool)
     per_request = llama_cpp_request_bytes(arch, kv_bytes_per_element, context, runtime.n_ubatch)
     state = state_bytes_per_request(arch, 4)

@@ -106,6 +106,18 @@ def state_bytes_per_request(arch: ModelArch, bytes_per_element: float) -> int:
     return math.ceil(r.layers * r.elements_per_layer * bytes_per_element)
 
 
+def vllm_state_bytes_per_request(arch: ModelArch) -> int:
+    """Recurrent state one request holds in vLLM [bytes].
+
+    The conv window in the model's dtype; the state in the checkpoint's own dtype
+    where it sets one (NemotronH), else the model's.
+    """
+    if arch.recurrent is None:
+        return 0
+    r = arch.recurrent
+    return r.layers * r.vllm_bytes_per_layer(arch.dtype_bytes)
+
+
 def cache_bytes_per_request(
     arch: ModelArch, kv_bytes_per_element: float, state_bytes_per_element: float, context: int
 ) -> int:

@@ -81,6 +81,13 @@ def state_bytes_per_layer(arch: ModelArch, bytes_per_element: float, gpus: int =
     return arch.recurrent.elements_per_layer * bytes_per_element / max(1, gpus)
 
 
+def vllm_state_bytes_per_layer(arch: ModelArch, gpus: int = 1) -> float:
+    """One sequence's recurrent state in one layer on one GPU as vLLM keeps it [bytes]."""
+    if arch.recurrent is None:
+        return 0.0
+    return arch.recurrent.vllm_bytes_per_layer(arch.dtype_bytes) / max(1, gpus)
+
+
 @dataclass(frozen=True, slots=True)
 class VllmPool:
     """vLLM's paged pool for one model on one GPU of a tensor-parallel group.
@@ -215,9 +222,9 @@ def vllm_pool(
     kinds = _kinds(arch)
     block = block_tokens
     if arch.recurrent is not None and per_token > 0:
-        state = state_bytes_per_layer(arch, arch.dtype_bytes, gpus)
+        state = vllm_state_bytes_per_layer(arch, gpus)
         block = max(block, VLLM_BLOCK_ALIGN * math.ceil(state / (VLLM_BLOCK_ALIGN * per_token)))
-    page = int(block * per_token) or math.ceil(state_bytes_per_layer(arch, arch.dtype_bytes, gpus))
+    page = int(block * per_token) or math.ceil(vllm_state_bytes_per_layer(arch, gpus))
     counts = [n for n, _ in kinds.values()]
     group_size = min(counts)
     if max(counts) < min(counts) * VLLM_GROUP_SLACK:

@@ -103,17 +103,27 @@ def test_a_small_catalog_checks_only_what_it_describes(tmp_path: Path) -> None:
 
 
 def test_calibration_only_models_are_checked_end_to_end_only_with_weights() -> None:
-    # Both Mamba-2 hybrid logs load Granite 4.0-H models the site does not publish.
-    # The 1B one loads an unquantized checkpoint on a catalog GPU, so its budget is
-    # predicted too; the 350M one ran on a box whose GPU memory was set by hand.
+    # The Mamba-2 hybrid logs load Granite 4.0-H and Nemotron 3 Nano models the site
+    # does not publish. The Granite 1B one loads an unquantized checkpoint on a catalog
+    # GPU, so its budget is predicted too; the 350M one ran on a box whose GPU memory
+    # was set by hand, and the Nemotron one loads an FP8 layout no quant describes.
     cat = load_catalog()
     ctx = kv_context(cat)
     rows = {f["family"]: f for f in ctx["families"]}
-    assert rows["hybrid-mamba"]["n"] == 2
+    assert rows["hybrid-mamba"]["n"] == 3
     assert rows["hybrid-mamba"]["inside"] == "1 of 1"
-    assert ctx["extra"] == ["granite-4.0-h-1b", "granite-4.0-h-350m"]
+    assert ctx["extra"] == [
+        "NVIDIA-Nemotron-3-Nano-4B-FP8",
+        "granite-4.0-h-1b",
+        "granite-4.0-h-350m",
+    ]
     by_model = {r.model: r for r in vllm_checks(cat) if r.family == "hybrid-mamba"}
     assert by_model["granite-4.0-h-350m"].e2e is None
+    nemotron = by_model["NVIDIA-Nemotron-3-Nano-4B-FP8"]
+    assert nemotron.e2e is None
+    # the allocator lands on the log's tokens and concurrency exactly
+    assert nemotron.alloc == nemotron.logged == 208_320
+    assert nemotron.alloc_conc == pytest.approx(98.20, abs=0.005)
     one_b = by_model["granite-4.0-h-1b"]
     assert one_b.e2e is not None
     # the keys give the checkpoint's weights: the log prints 2.72 GiB
