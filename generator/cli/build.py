@@ -9,6 +9,7 @@ import click
 from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
+    SafePath,
     catalog_option,
     environment_error,
     jobs_option,
@@ -48,7 +49,7 @@ def _sweep(
 @catalog_option
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=SafePath(file_okay=False, path_type=Path),
     default=Path("site"),
     show_default=True,
     help="Where the site goes: absent, empty or an earlier build; replaced only after a "
@@ -56,14 +57,14 @@ def _sweep(
 )
 @click.option(
     "--results",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    type=SafePath(exists=True, file_okay=False, path_type=Path),
     default=None,
     help="Reuse this sweep output (results.csv, curves.jsonl) instead of sweeping.",
 )
 @jobs_option
 @click.option(
     "--config-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=SafePath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="mkdocs.yml to build with (default: the project's).",
 )

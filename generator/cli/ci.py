@@ -11,6 +11,7 @@ from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
     Finite,
+    SafePath,
     Whole,
     catalog_option,
     jobs_option,
@@ -26,7 +27,7 @@ from backpressure.generator.sweep.run import default_jobs
 @click.option(
     "--site",
     "site_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=SafePath(file_okay=False, path_type=Path),
     default=Path("site"),
     show_default=True,
     help="Published site a config id, permalink or URL is checked against.",
@@ -47,7 +48,7 @@ from backpressure.generator.sweep.run import default_jobs
 )
 @click.option(
     "--config-file",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=SafePath(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="mkdocs.yml the site was built with (default: the project's).",
 )
@@ -154,7 +155,7 @@ def _site_url(config_file: Path | None) -> str:
 )
 @click.option(
     "--work",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=SafePath(file_okay=False, path_type=Path),
     default=Path("build/diff"),
     show_default=True,
     help="Sweep cache directory.",

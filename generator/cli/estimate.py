@@ -11,6 +11,7 @@ from backpressure.generator.cli.options import (
     CONTEXT,
     BadInput,
     Finite,
+    SafePath,
     Whole,
     catalog_option,
     load,
@@ -68,7 +69,7 @@ def _dump(obj: object) -> str:
 @click.option("--model", help="Catalog model id or Hugging Face repo id.")
 @click.option(
     "--model-config",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=SafePath(dir_okay=False, path_type=Path),
     help="A Hugging Face config.json read offline.",
 )
 @click.option(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,20 @@ class Whole(click.IntRange):
         return super().convert(value, param, ctx)
 
 
+class SafePath(click.Path):
+    """A path flag that refuses a NUL byte with one line.
+
+    ``click.Path`` stats the path, and ``os.stat`` raises ``ValueError`` (not
+    ``OSError``, which click turns into a message) on an embedded NUL.
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Refuse a NUL byte, then check the path as ``click.Path`` does."""
+        if b"\0" in os.fsencode(value):
+            self.fail("a path cannot contain a NUL byte.", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class BadInput(click.ClickException):
     """One clear line on stderr, exit code 2."""
 
@@ -52,7 +67,7 @@ def load(catalog_dir: Path | None) -> Catalog:
 catalog_option = click.option(
     "--catalog",
     "catalog_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=SafePath(file_okay=False, path_type=Path),
     default=None,
     help="Catalog directory (default: the bundled catalog).",
 )

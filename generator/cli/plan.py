@@ -11,6 +11,7 @@ import click
 from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
+    SafePath,
     Whole,
     catalog_option,
     jobs_option,
@@ -113,7 +114,7 @@ def _read(cat: Catalog, where: Path | None, model: str | None, device: str | Non
 @click.option(
     "--sweep",
     "sweep_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=SafePath(file_okay=False, path_type=Path),
     default=None,
     help="Sweep output to read (default: site.sweep, then build/sweep).",
 )

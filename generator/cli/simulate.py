@@ -11,6 +11,7 @@ from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
     Finite,
+    SafePath,
     catalog_option,
     load,
     positive,
@@ -18,7 +19,7 @@ from backpressure.generator.cli.options import (
 
 
 @click.command("simulate", context_settings=COMMAND_SETTINGS)
-@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("scenario", type=SafePath(dir_okay=False, path_type=Path))
 @click.option(
     "--seed",
     type=click.IntRange(0, 2**32 - 1),
@@ -41,7 +42,7 @@ from backpressure.generator.cli.options import (
 @click.option(
     "--ticks",
     "ticks_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=SafePath(dir_okay=False, path_type=Path),
     default=None,
     help="Write every node's per-tick record (CSV, or JSON lines for .jsonl) at fixed precision.",
 )

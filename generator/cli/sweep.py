@@ -10,6 +10,7 @@ from backpressure.catalog.errors import CatalogError
 from backpressure.generator.cli.options import (
     COMMAND_SETTINGS,
     BadInput,
+    SafePath,
     catalog_option,
     jobs_option,
 )
@@ -22,7 +23,7 @@ from backpressure.generator.sweep.run import default_jobs, run_sweep
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=SafePath(file_okay=False, path_type=Path),
     default=Path("build/sweep"),
     show_default=True,
     help="Output directory.",

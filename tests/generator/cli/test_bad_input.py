@@ -198,3 +198,18 @@ def test_simulate_reads_the_catalog_given(tmp_path, cat, capsys):
     code, ours, err = run(capsys, [*argv, "--catalog", str(root)])
     assert code == 0, err
     assert json.loads(ours) != json.loads(bundled)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["estimate", "--gpu", "rtx-4090", "--model-config", "\0", "--quant", "q4_k_m"],
+        [*ESTIMATE, "--catalog", "cat\0alog"],
+        ["sweep", "--out", "out\0"],
+        ["simulate", "scen\0ario.yaml"],
+    ],
+)
+def test_a_nul_byte_in_a_path_is_one_line(argv, capsys):
+    # os.stat raises ValueError, not OSError, on an embedded NUL: found by the fuzz campaign
+    code, _, err = run(capsys, argv)
+    assert_one_line(code, err, "NUL byte")
