@@ -172,18 +172,30 @@ def step_overhead_s(
     return overhead
 
 
+def platform_of(device: Device) -> str:
+    """The device's calibration platform: its vendor, or ``cpu`` for a host's system memory."""
+    return "cpu" if device.memory_kind == "system" else device.platform
+
+
+def backend_of(device: Device, runtime: Runtime | None) -> str | None:
+    """The runtime's backend on this device where it is not the platform's first.
+
+    ``vulkan`` for llama.cpp on an RDNA GPU (by the device's generation); None
+    where the runtime runs the platform's first backend.
+    """
+    if runtime is None or platform_of(device) == "cpu":
+        return None
+    return dict(runtime.backends).get(device.generation)
+
+
 def decode_key(device: Device, runtime: Runtime | None = None) -> str:
     """The calibration key of a step's bandwidth share and fixed costs.
 
-    The platform (``cpu`` for a host's system memory), with the runtime's backend
-    appended where it runs one other than the platform's first on this device's
-    generation (``amd_vulkan``).
+    The platform, with the runtime's backend appended where it runs one other
+    than the platform's first (``amd_vulkan``).
     """
-    platform = "cpu" if device.memory_kind == "system" else device.platform
-    backend = None
-    if runtime is not None and platform != "cpu":
-        backend = dict(runtime.backends).get(device.generation)
-    return f"{platform}_{backend}" if backend else platform
+    backend = backend_of(device, runtime)
+    return f"{platform_of(device)}_{backend}" if backend else platform_of(device)
 
 
 def pass_overhead_s(
@@ -223,7 +235,7 @@ def _step_model(
 ) -> StepModel | None:
     if device.bandwidth_bytes_per_s is None:
         return None
-    platform = "cpu" if device.memory_kind == "system" else device.platform
+    platform = platform_of(device)
     flops = peak_flops(device, runtime, fmt)
     bandwidth = device.bandwidth_bytes_per_s * parallel(device, runtime)
     experts = arch.experts if arch is not None else None

@@ -12,6 +12,7 @@ from backpressure.catalog.hf_config import ConfigError, parse_config, read_confi
 from backpressure.catalog.loader import Catalog
 from backpressure.catalog.schema import Gpu
 from backpressure.engine.arch import ModelArch
+from backpressure.engine.capacity import backend_of, platform_of
 from backpressure.engine.inputs import Device, Runtime
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.units import GB, GIB
@@ -207,7 +208,7 @@ def _backend(
     cat: Catalog, name: str, rt_id: str, profile: Runtime, device: Device
 ) -> tuple[tuple[str, str], ...]:
     """The runtime's ``backends`` for ``--backend``: the platform's first, or one fitted apart."""
-    platform = "cpu" if device.memory_kind == "system" else device.platform
+    platform = platform_of(device)
     first = resolve.FIRST_BACKEND[platform]
     own = resolve.own_backends(cat, platform)
     wanted = name.strip().lower()
@@ -287,9 +288,8 @@ def run_estimate(cat: Catalog, args: EstimateArgs) -> Estimate:
 
 
 def _backend_named(cat: Catalog, device: Device, profile: Runtime) -> tuple[str, bool]:
-    platform = "cpu" if device.memory_kind == "system" else device.platform
-    first = resolve.FIRST_BACKEND[platform]
-    backend = first if platform == "cpu" else dict(profile.backends).get(device.generation, first)
+    platform = platform_of(device)
+    backend = backend_of(device, profile) or resolve.FIRST_BACKEND[platform]
     return backend, bool(resolve.own_backends(cat, platform))
 
 

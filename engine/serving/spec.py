@@ -14,7 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.capacity import decode_key, parallel, pass_overhead_s, peak_flops
+from backpressure.engine.capacity import (
+    decode_key,
+    parallel,
+    pass_overhead_s,
+    peak_flops,
+    platform_of,
+)
 from backpressure.engine.ceilings import split_weight_bytes
 from backpressure.engine.inputs import DEFAULT_LAYERS, Constants, Device, Runtime, WeightFormat
 from backpressure.engine.kernels import MetalKernels, metal_kernels, pair_reads_below
@@ -209,7 +215,7 @@ def step_cost(
     flops = peak_flops(device, runtime, fmt)
     if device.bandwidth_bytes_per_s is None or flops is None:
         return None
-    platform = "cpu" if device.memory_kind == "system" else device.platform
+    platform = platform_of(device)
     gpus = parallel(device, runtime)
     lookup = arch.lookup_only_params if arch is not None else 0
     streamed = cap.active_params - lookup
