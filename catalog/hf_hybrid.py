@@ -155,14 +155,23 @@ def parse_qwen3_next(cfg: Mapping[str, Any]) -> ModelArch:
 
 
 def _mamba2_mixer(
-    hidden: int, heads: int, d_head: int, groups: int, d_state: int, d_conv: int
+    hidden: int,
+    heads: int,
+    d_head: int,
+    groups: int,
+    d_state: int,
+    d_conv: int,
+    conv_bias: bool,
+    proj_bias: bool,
 ) -> tuple[int, int, int]:
-    """(parameters less the optional biases, conv channels, inner width) of one Mamba-2 mixer."""
+    """(parameters, conv-window elements, state elements) of one Mamba-2 mixer."""
     inner = heads * d_head
     conv = inner + 2 * groups * d_state
     # in_proj (z, x, B, C, dt), depthwise conv1d, A_log / D / dt_bias, gated norm, out_proj
-    params = hidden * (inner + conv + heads) + conv * d_conv + 3 * heads + inner
-    return params + inner * hidden, conv, inner
+    params = hidden * (inner + conv + heads) + conv * d_conv + 3 * heads + inner + inner * hidden
+    params += conv if conv_bias else 0
+    params += hidden + inner + conv + heads if proj_bias else 0
+    return params, (d_conv - 1) * conv, heads * d_head * d_state
 
 
 def _mamba2(cfg: Mapping[str, Any]) -> tuple[int, Recurrent]:
@@ -175,11 +184,17 @@ def _mamba2(cfg: Mapping[str, Any]) -> tuple[int, Recurrent]:
     d_conv = int_(cfg, "mamba_d_conv", 4)
     d_head = get(cfg, "mamba_d_head", "auto")
     d_head = inner // heads if d_head == "auto" else int_(cfg, "mamba_d_head")
-    params, conv, inner = _mamba2_mixer(hidden, heads, d_head, groups, d_state, d_conv)
-    bias = bool(cfg.get("mamba_proj_bias", False))
-    params += conv if cfg.get("mamba_conv_bias", True) else 0
-    params += hidden + inner + conv + heads if bias else 0
-    return params, Recurrent("mamba", 1, (d_conv - 1) * conv, heads * d_head * d_state)
+    params, conv, state = _mamba2_mixer(
+        hidden,
+        heads,
+        d_head,
+        groups,
+        d_state,
+        d_conv,
+        bool(cfg.get("mamba_conv_bias", True)),
+        bool(cfg.get("mamba_proj_bias", False)),
+    )
+    return params, Recurrent("mamba", 1, conv, state)
 
 
 def parse_granite_hybrid(cfg: Mapping[str, Any]) -> ModelArch:
@@ -244,15 +259,16 @@ def parse_nemotron_h(cfg: Mapping[str, Any]) -> ModelArch:
             "config.json: 'hybrid_override_pattern' may hold only M (Mamba-2), * (attention), "
             "- (MLP) and E (mixture of experts)"
         )
-    heads = int_(cfg, "mamba_num_heads")
-    d_head = int_(cfg, "mamba_head_dim")
-    d_state = int_(cfg, "ssm_state_size")
-    d_conv = int_(cfg, "conv_kernel", 4)
-    mixer, conv, inner = _mamba2_mixer(
-        hidden, heads, d_head, int_(cfg, "n_groups", 1), d_state, d_conv
+    mixer, conv, state = _mamba2_mixer(
+        hidden,
+        int_(cfg, "mamba_num_heads"),
+        int_(cfg, "mamba_head_dim"),
+        int_(cfg, "n_groups", 1),
+        int_(cfg, "ssm_state_size"),
+        int_(cfg, "conv_kernel", 4),
+        bool(cfg.get("use_conv_bias", True)),
+        bool(cfg.get("mamba_proj_bias", False)),
     )
-    mixer += conv if cfg.get("use_conv_bias", True) else 0
-    mixer += hidden + inner + conv + heads if cfg.get("mamba_proj_bias", False) else 0
     attention = gqa_params(cfg, bool(cfg.get("attention_bias", False)), qk_norm=False)
     mlp = 2 * hidden * int_(cfg, "intermediate_size")
     experts, moe_total, moe_active = None, 0, 0
@@ -279,13 +295,7 @@ def parse_nemotron_h(cfg: Mapping[str, Any]) -> ModelArch:
             "config.json: 'mamba_ssm_cache_dtype' must be one of "
             f"{', '.join(sorted(SSM_CACHE_BYTES))}"
         )
-    recurrent = Recurrent(
-        "mamba",
-        kinds.count("mamba"),
-        (d_conv - 1) * conv,
-        heads * d_head * d_state,
-        SSM_CACHE_BYTES[ssm],
-    )
+    recurrent = Recurrent("mamba", kinds.count("mamba"), conv, state, SSM_CACHE_BYTES[ssm])
     windows = (0,) * kinds.count("attention")
     return assemble(
         cfg, layers, gqa_attention(cfg, windows), experts, tied_default=False, recurrent=recurrent
