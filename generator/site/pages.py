@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
+from backpressure.engine.capacity import backend_of
 from backpressure.generator import text
 from backpressure.generator.records import Curves, ResultRow, context_label
-from backpressure.generator.resolve import BACKEND_LABELS
+from backpressure.generator.resolve import BACKEND_LABELS, device_for, runtime_profile
 from backpressure.generator.text import gib
 
 GIB = 1024**3
@@ -63,11 +64,10 @@ def runtime_label(cat: Catalog, runtime_id: str, device: str) -> str:
     runtime = cat.runtimes.get(runtime_id)
     if runtime is None:
         return runtime_id
-    rig = cat.rigs.get(device)
-    gpu = cat.gpus.get(rig.gpu if rig is not None else device)
-    backend = None
-    if gpu is not None and gpu.platform != "cpu":
-        backend = (runtime.backends or {}).get(gpu.generation)
+    if device not in cat.gpus and device not in cat.rigs:
+        return runtime.name
+    # the engine's own rule, so the page names the backend the config was costed on
+    backend = backend_of(device_for(cat, device), runtime_profile(runtime))
     return f"{runtime.name} on {BACKEND_LABELS.get(backend, backend)}" if backend else runtime.name
 
 
