@@ -487,9 +487,7 @@ def _serve_py(
         dt, bound = _step_parts(
             cost, experts, n_dec, kv_dec + n_dec, prefill, prefix, pairs, passes, n_dec + n_chunks
         )
-        util = used / total_res
-        if vllm:
-            util = max(util, n_running / max_seqs)
+        util = _load(used, total_res, n_running, max_seqs, vllm)
         t0 = t
         t = t + dt
         _spread(occupancy, queued, bin_s, bins, t0, t, util, w_len)
@@ -648,9 +646,7 @@ def _serve_py(
                 )
                 if j > 0:
                     dt = parts[0]
-                    util = used / total_res
-                    if vllm:
-                        util = max(util, n_running / max_seqs)
+                    util = _load(used, total_res, n_running, max_seqs, vllm)
                     _spread(occupancy, queued, bin_s, bins, t, t + dt, util, w_len)
                     t = t + dt
                     sums[0] += n_running * dt
@@ -978,6 +974,20 @@ def _stretch_py(
     return most
 
 
+def _load_py(
+    used: float, total: float, running: int, max_seqs: int, vllm: bool
+) -> float:  # pragma: no cover - compiled
+    """How full the server is during a step (the occupancy series).
+
+    The share of its KV pool in use; for vLLM, the share of its sequence limit
+    where that is higher.
+    """
+    util = used / total
+    if vllm:
+        util = max(util, running / max_seqs)
+    return util
+
+
 def _spread_py(
     occupancy: Any,
     queued: Any,
@@ -1013,6 +1023,7 @@ _next_request = compiled(_next_request_py, "always")
 _intake_event = compiled(_intake_event_py, "always")
 _take_in = compiled(_take_in_py, "always")
 _finish = compiled(_finish_py, "always")
+_load = compiled(_load_py, "always")
 _spread = compiled(_spread_py, "always")
 _stretch = compiled(_stretch_py, "always")
 serve: Callable[..., int] = compiled(_serve_py)
