@@ -3,16 +3,14 @@
 The rows, the three checks and the split are in ``backpressure.generator.accuracy.kv``
 (the accuracy page shows the same checks); this prints them as the report's lines.
 
-Tried and rejected: an activation peak that follows vLLM's profiling run more
-closely, the larger of its sampler pass (``k`` x ``max_num_seqs`` x vocabulary x
-4 bytes of fp32 logits, ``k`` = 3.86 from the fit rows) and its forward pass
-(8.7 bytes x batched tokens x MLP width per GPU), in place of one figure per
-batched token. The fit rows stay at 0.0 % and the Granite 4.0-H 1B log (2
-sequences) goes from -10.5 % to 0.0 %, but the held-out full-attention median
-worsens from 2.1 % to 5.2 % (single-GPU rows at 32-64 sequences and 2,048
-batched tokens lose too much activation: the real peak there is near the
-per-token figure) and the hybrid-linear one from 22.2 % to 28.5 %; sliding
-improves from 4.1 % to 3.2 %.
+The activation peak of vLLM 0.19 follows its profiling run (the larger of the
+sampler's peak over ``max_num_seqs`` x vocabulary logits and the forward pass's,
+plus the fused-MoE workspace), checked on the logs that print it
+(:func:`activation_report`). An earlier try applied the same form to every
+release and was rejected: the v0.10-0.13 rows at 32-64 sequences and 2,048
+batched tokens fit one figure per batched token better (held-out full-attention
+median 2.1 % against 5.2 %), and their logs print no peak to say why. Releases
+before 0.19 therefore keep that figure.
 
 Looked at and not adopted: charging the tensor-parallel extra (2.05 GiB per
 GPU, non-torch memory of the vLLM 0.19 H100 logs at TP 2 and 4) only where
@@ -32,6 +30,7 @@ from __future__ import annotations
 import statistics
 
 from backpressure.catalog.loader import Catalog
+from backpressure.generator.accuracy.activation import DATA, activation_checks, fit_per_logit
 from backpressure.generator.accuracy.kv import (
     FAMILIES,
     FIT_FILE,
@@ -114,3 +113,23 @@ def llamacpp_kv_report(cat: Catalog) -> None:
         )
     )
     print(_summary("llama.cpp cells x layers x bytes", [r.error for r in rows]))
+
+
+def activation_report(cat: Catalog) -> None:
+    """vLLM's logged torch activation peak against the engine's, by model."""
+    pts = activation_checks(cat)
+    print(
+        f"Activation peak (vLLM startup logs that print it, {DATA}): {len(pts)} rows with"
+        " a known architecture; the sampler's figure per logit is fitted on the dense"
+        f" models of one half ({fit_per_logit(cat, half=False):.2f} bytes; all dense rows:"
+        f" {fit_per_logit(cat):.2f}) and every other row is held out"
+    )
+    for p in pts:
+        side = "held out" if p.held_out else "fit half"
+        print(
+            f"  {p.tp}x {p.model:<24} {p.dtype:<8} logged {p.logged_gib:5.2f} GiB"
+            f"  predicted {p.predicted_gib:5.2f} ({p.error * 100:+5.1f} %)"
+            f"  sampler {p.sampler_share * 100:3.0f} % of it  {side}"
+        )
+    for label, held in (("held out", True), ("fit half", False)):
+        print(_summary(label, [p.error for p in pts if p.held_out is held]))

@@ -164,6 +164,7 @@ def main() -> None:
     calib_decode.moe_report(cat)
     serving_report(cat)
     prefill_report(cat)
+    calib_kv.activation_report(cat)
     calib_kv.kv_report(cat)
     calib_kv.llamacpp_kv_report(cat)
 

@@ -375,6 +375,21 @@ class Runtime(Entity):
         max_length=40,
         description="vLLM: first release that subtracts the CUDA-graph pool from the KV budget.",
     )
+    sampler_peak_since: Text | None = Field(
+        default=None,
+        max_length=40,
+        description=(
+            "vLLM: first release whose profiled activation peak is measured to follow the "
+            "sampler's logits (max_num_seqs x vocabulary) and the forward pass's widths; "
+            "older releases use activation_bytes_per_batched_token."
+        ),
+    )
+    sampler_bytes_per_logit: Float | None = Field(
+        default=None,
+        gt=0,
+        le=1024,
+        description="vLLM: profiled sampler peak per logit (max_num_seqs x vocabulary) [bytes].",
+    )
     cudagraph_bytes_per_gpu: Int | None = Field(
         default=None,
         ge=0,

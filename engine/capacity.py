@@ -44,6 +44,8 @@ from backpressure.engine.memory import slots as slot_count
 from backpressure.engine.memory import usable_memory_bytes, weights_bytes
 from backpressure.engine.results import CapacityResult, Ceiling, KvBasis
 
+ACTIVATION_BYTES = 2  # bf16 activations in vLLM's profiling forward pass
+
 
 def release(version: str) -> tuple[int, ...]:
     """A release string as numbers: ``0.13.0rc2.dev112+g76`` -> ``(0, 13, 0)``."""
@@ -62,13 +64,71 @@ def since(runtime: Runtime, first: str) -> bool:
     return not runtime.version or release(runtime.version) >= release(first)
 
 
+def large_defaults(runtime: Runtime, device: Device) -> bool:
+    """Whether vLLM gives this device its larger scheduler defaults.
+
+    GPUs with at least ``large_gpu_memory_bytes`` whose name does not contain
+    ``small_defaults_name`` (vLLM keeps an 80 GB A100 at the small ones).
+    """
+    name = runtime.small_defaults_name.lower()
+    return (
+        runtime.large_gpu_memory_bytes > 0
+        and device.memory_bytes >= runtime.large_gpu_memory_bytes
+        and not (name and name in device.name.lower())
+    )
+
+
 def batched_tokens(runtime: Runtime, device: Device) -> int:
     """The default step budget ``max_num_batched_tokens`` on this device [tokens]."""
-    large = runtime.large_gpu_memory_bytes and device.memory_bytes >= runtime.large_gpu_memory_bytes
-    return runtime.large_gpu_max_num_batched_tokens if large else runtime.max_num_batched_tokens
+    if large_defaults(runtime, device):
+        return runtime.large_gpu_max_num_batched_tokens
+    return runtime.max_num_batched_tokens
 
 
-def overhead_bytes(runtime: Runtime, device: Device, context: int = 0) -> int:
+def batched_seqs(runtime: Runtime, device: Device) -> int:
+    """The default ``max_num_seqs`` on this device, at most its token budget [-]."""
+    seqs = runtime.large_gpu_max_num_seqs if large_defaults(runtime, device) else 0
+    return min(seqs or runtime.max_num_seqs, batched_tokens(runtime, device))
+
+
+def activation_bytes(
+    runtime: Runtime, device: Device, arch: ModelArch | None, context: int = 0
+) -> int:
+    """Torch activation peak of vLLM's profiling run, per GPU [bytes].
+
+    From ``sampler_peak_since`` on, the larger of two peaks that do not overlap:
+    the sampler's (``sampler_bytes_per_logit`` per logit of ``max_num_seqs`` x
+    vocabulary: fp32 logits and the copies its sort and softmax keep) and the
+    forward pass's (bf16 tensors live at an MLP: gate and up outputs, the
+    activation, four of hidden size, per batched token), plus the fused-MoE
+    workspace that stays allocated (three of the expert width split over the
+    GPUs, one of hidden size, per batched token and routed expert). Before it,
+    or for a model known only by size, one figure per batched token.
+    """
+    tokens = batched_tokens(runtime, device)
+    if runtime.v1_since and not since(runtime, runtime.v1_since):
+        tokens = max(tokens, context)
+    new = runtime.sampler_bytes_per_logit and since(runtime, runtime.sampler_peak_since)
+    if arch is None or not new:
+        return math.ceil(tokens * runtime.activation_bytes_per_batched_token)
+    tp = parallel(device, runtime)
+    seqs = batched_seqs(runtime, device)
+    sampler = runtime.sampler_bytes_per_logit * seqs * arch.vocab_size
+    e = arch.experts
+    shared = e.shared_params_per_layer // (3 * arch.hidden_size) if e else 0
+    width = arch.intermediate_size if e is None else shared
+    forward = tokens * ACTIVATION_BYTES * (3 * width // tp + 4 * arch.hidden_size)
+    moe = 0
+    if e is not None:
+        expert_width = e.expert_params // (3 * arch.hidden_size)
+        per_token = e.experts_per_token * (3 * expert_width // tp + arch.hidden_size)
+        moe = tokens * ACTIVATION_BYTES * per_token
+    return math.ceil(max(sampler, forward) + moe)
+
+
+def overhead_bytes(
+    runtime: Runtime, device: Device, context: int = 0, arch: ModelArch | None = None
+) -> int:
     """Memory the runtime keeps from the KV cache besides the weights [bytes].
 
     llama.cpp style: a fixed framework overhead per GPU. vLLM style: the share of
@@ -83,10 +143,7 @@ def overhead_bytes(runtime: Runtime, device: Device, context: int = 0) -> int:
     usable = usable_memory_bytes(device.memory_bytes, device.usable_memory_fraction) * device.count
     visible = math.floor(usable * runtime.visible_memory_fraction)
     unclaimed = usable - math.floor(visible * runtime.gpu_memory_utilization)
-    tokens = batched_tokens(runtime, device)
-    if runtime.v1_since and not since(runtime, runtime.v1_since):
-        tokens = max(tokens, context)
-    activation = math.ceil(tokens * runtime.activation_bytes_per_batched_token)
+    activation = activation_bytes(runtime, device, arch, context)
     tp_extra = runtime.tp_extra_bytes_per_gpu if device.count > 1 else 0
     graphs = (
         runtime.cudagraph_bytes_per_gpu if since(runtime, runtime.cudagraph_counted_since) else 0
@@ -350,7 +407,7 @@ def estimate(
     active = arch.active_params if arch is not None else total
     mem = _memory(device, runtime, fmt, constants, context, kv_bytes_per_element, arch, total)
     usable = usable_memory_bytes(device.memory_bytes, device.usable_memory_fraction) * device.count
-    overhead = overhead_bytes(runtime, device, context)
+    overhead = overhead_bytes(runtime, device, context, arch)
     budget = usable - mem.weights - overhead
     n_slots, capacity_tokens, pool_pages = _pool_counts(
         mem, budget, context, parallel(device, runtime)

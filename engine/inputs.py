@@ -63,6 +63,11 @@ class Runtime:
     v1_since: str = ""
     cudagraph_counted_since: str = ""
     cudagraph_bytes_per_gpu: int = 0
+    # From this release the activation peak is the larger of the sampler's (per
+    # logit of max_num_seqs x vocabulary) and the forward pass's, plus the fused-MoE
+    # workspace; before it, one figure per batched token. Empty: always that figure.
+    sampler_peak_since: str = ""
+    sampler_bytes_per_logit: float = 0.0
     # Share of the nominal memory the driver reports as the device's total.
     visible_memory_fraction: float = 1.0
     # KV layout: vLLM's block size, llama.cpp's physical batch (the SWA cache

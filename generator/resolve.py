@@ -190,6 +190,8 @@ def runtime_profile(entry: RuntimeEntry) -> Runtime:
         v1_since=entry.v1_since or "",
         cudagraph_counted_since=entry.cudagraph_counted_since or "",
         cudagraph_bytes_per_gpu=entry.cudagraph_bytes_per_gpu or 0,
+        sampler_peak_since=entry.sampler_peak_since or "",
+        sampler_bytes_per_logit=entry.sampler_bytes_per_logit or 0.0,
         visible_memory_fraction=entry.visible_memory_fraction or 1.0,
         mxfp4_hidden_align=entry.mxfp4_hidden_align or 0,
         mxfp4_intermediate_align=entry.mxfp4_intermediate_align or 0,

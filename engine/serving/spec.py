@@ -15,6 +15,8 @@ from typing import Any
 
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import (
+    batched_seqs,
+    batched_tokens,
     decode_key,
     parallel,
     pass_overhead_s,
@@ -35,21 +37,9 @@ GRAPH_MAX_TOKENS = 512  # vLLM's largest default CUDA-graph capture size (vllm/c
 def batch_defaults(runtime: Runtime, device: Device) -> tuple[int, int]:
     """VLLM's ``(max_num_seqs, max_num_batched_tokens)`` for this device.
 
-    The OpenAI server's defaults: larger on GPUs with at least
-    ``large_gpu_memory_bytes`` whose name does not contain
-    ``small_defaults_name`` (vLLM keeps an 80 GB A100 at the small ones).
+    The OpenAI server's defaults (:func:`~backpressure.engine.capacity.large_defaults`).
     """
-    name = runtime.small_defaults_name.lower()
-    large = (
-        runtime.large_gpu_memory_bytes > 0
-        and device.memory_bytes >= runtime.large_gpu_memory_bytes
-        and not (name and name in device.name.lower())
-    )
-    if large:
-        seqs, tokens = runtime.large_gpu_max_num_seqs, runtime.large_gpu_max_num_batched_tokens
-    else:
-        seqs, tokens = runtime.max_num_seqs, runtime.max_num_batched_tokens
-    return min(seqs, tokens), tokens
+    return batched_seqs(runtime, device), batched_tokens(runtime, device)
 
 
 def scheduler(

@@ -19,11 +19,12 @@ accuracy page shows them (:func:`kv_context` in ``page``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.capacity import batched_tokens, estimate
+from backpressure.engine.capacity import batched_seqs, batched_tokens, estimate
 from backpressure.engine.inputs import Device, WeightFormat
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
@@ -31,6 +32,7 @@ from backpressure.generator import resolve
 from backpressure.generator.accuracy.archs import extra_archs, extra_quants, model_id
 from backpressure.generator.accuracy.rows import data_rows
 
+SEQS = re.compile(r"max[_-]num[_-]seqs\W{0,4}(\d+)")
 FAMILIES = ("full", "sliding", "hybrid-linear", "hybrid-mamba")
 FIT_FILE, FIT_RELEASE, FIT_GPU = "vllm_kv_cache.csv", "0.19.0", "H100 80GB HBM3"
 
@@ -212,6 +214,12 @@ def _mnbt(cat: Catalog, gpu: str | None, raw: str, gpu_name: str) -> int:
     return batched_tokens(runtime, resolve.device_from_gpu(cat.gpus[gpu]))
 
 
+def _seqs(row: dict[str, str]) -> int | None:
+    """``max_num_seqs`` as the log's arguments print it (copied into the notes or model)."""
+    m = SEQS.search(f"{row['model']} {row.get('notes', '')}")
+    return int(m.group(1)) if m else None
+
+
 def vllm_checks(cat: Catalog) -> list[VllmKv]:
     """One record per usable vLLM log row: logged and predicted numbers."""
     out: list[VllmKv] = []
@@ -265,12 +273,15 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 fmt = resolve.weight_format(cat.quants[quant])
             if device is not None and r["gpu_memory_utilization"] and fmt is not None:
                 runtime = resolve.runtime_profile(cat.runtimes["vllm"])
+                seqs = _seqs(r) or batched_seqs(runtime, device)
                 runtime = replace(
                     runtime,
                     gpu_memory_utilization=float(r["gpu_memory_utilization"]),
                     version=r["vllm_version"] or runtime.version,
                     max_num_batched_tokens=mnbt,
                     large_gpu_max_num_batched_tokens=mnbt,
+                    max_num_seqs=seqs,
+                    large_gpu_max_num_seqs=seqs,
                 )
                 res = estimate(
                     device,
