@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backpressure.catalog.loader import Catalog
+from backpressure.generator.accuracy.activation import activation_checks, fit_per_logit
 from backpressure.generator.accuracy.batched import load_batched
 from backpressure.generator.accuracy.decode import checks
 from backpressure.generator.accuracy.kv import (
@@ -286,7 +287,20 @@ def kv_context(cat: Catalog) -> dict[str, Any]:
     fitted = [r.error for r in rows if not r.held_out and r.error is not None]
     worst = sorted((r for r in held if r.error is not None), key=lambda r: -abs(r.error or 0))
     lcpp = llama_cpp_checks(cat)
+    act = activation_checks(cat)
+    act_held = [p.error for p in act if p.held_out]
+    act_worst = max(act, key=lambda p: abs(p.error))
     return {
+        "activation": {
+            "n": len(act),
+            "held": len(act_held),
+            "per_logit": f"{fit_per_logit(cat, half=False):.2f}",
+            "median": _median_pct(act_held),
+            "worst": f"{100 * max(map(abs, act_held)):.1f} %",
+            "all_worst": (
+                f"{act_worst.model} at {act_worst.tp} GPUs, {100 * act_worst.error:+.1f} %"
+            ),
+        },
         "rows": len(rows),
         "held": len(held),
         # logs of checkpoints the site does not publish (calibration_archs.yaml)

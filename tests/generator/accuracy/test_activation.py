@@ -33,7 +33,8 @@ def test_the_halves_are_disjoint_by_model(pts: list[Activation]) -> None:
     for p in pts:
         sides.setdefault(p.model, set()).add(p.held_out)
     assert all(len(s) == 1 for s in sides.values())
-    assert any(p.held_out for p in pts) and any(not p.held_out for p in pts)
+    assert any(p.held_out for p in pts)
+    assert any(not p.held_out for p in pts)
 
 
 def test_held_out_peaks_are_within_a_tenth(pts: list[Activation]) -> None:
@@ -47,5 +48,6 @@ def test_small_vocabularies_are_set_by_the_forward_pass(pts: list[Activation]) -
     # CodeLlama-7B's 32,016 logits leave the sampler below the MLP's tensors; the
     # forward pass is counted, not fitted, and still lands within 5 %
     code = [p for p in pts if p.model == "CodeLlama-7b-hf"]
-    assert code and code[0].sampler_share < 0.7
+    assert code
+    assert code[0].sampler_share < 0.7
     assert abs(code[0].error) <= 0.05
