@@ -99,10 +99,10 @@ def activation_bytes(
     From ``sampler_peak_since`` on, the larger of two peaks that do not overlap:
     the sampler's (``sampler_bytes_per_logit`` per logit of ``max_num_seqs`` x
     vocabulary: fp32 logits and the copies its sort and softmax keep) and the
-    forward pass's (bf16 tensors live at an MLP: gate and up outputs, the
-    activation, four of hidden size, per batched token), plus the fused-MoE
-    workspace that stays allocated (three of the expert width split over the
-    GPUs, one of hidden size, per batched token and routed expert). Before it,
+    forward pass's (bf16 tensors live at an MLP: its matrices' widths, four of
+    hidden size, per batched token), plus the fused-MoE workspace that stays
+    allocated (an expert's matrix widths split over the GPUs and one of hidden
+    size, per batched token and routed expert). Before it,
     or for a model known only by size, one figure per batched token.
     """
     tokens = batched_tokens(runtime, device)
@@ -114,15 +114,17 @@ def activation_bytes(
     tp = parallel(device, runtime)
     seqs = batched_seqs(runtime, device)
     sampler = runtime.sampler_bytes_per_logit * seqs * arch.vocab_size
+    # an MLP's tensors per token: its matrices' widths (gate and up outputs and the
+    # down input: 3 x intermediate when gated), split over the GPUs
     e = arch.experts
-    shared = e.shared_params_per_layer // (3 * arch.hidden_size) if e else 0
-    width = arch.intermediate_size if e is None else shared
-    forward = tokens * ACTIVATION_BYTES * (3 * width // tp + 4 * arch.hidden_size)
+    widths = (
+        3 * arch.intermediate_size if e is None else e.shared_params_per_layer // arch.hidden_size
+    )
+    forward = tokens * ACTIVATION_BYTES * (widths // tp + 4 * arch.hidden_size)
     moe = 0
     if e is not None:
-        expert_width = e.expert_params // (3 * arch.hidden_size)
-        per_token = e.experts_per_token * (3 * expert_width // tp + arch.hidden_size)
-        moe = tokens * ACTIVATION_BYTES * per_token
+        expert = e.expert_params // arch.hidden_size // tp + arch.hidden_size
+        moe = tokens * ACTIVATION_BYTES * e.experts_per_token * expert
     return math.ceil(max(sampler, forward) + moe)
 
 
