@@ -140,7 +140,10 @@ def _rows(cat: Catalog) -> list[tuple[dict[str, str], str, ModelArch, Device]]:
 
 
 def fit_per_logit(cat: Catalog, half: bool | None = None) -> float:
-    """Median sampler peak per logit of the dense rows (of one half, or all) [bytes]."""
+    """Median sampler peak per logit of the dense rows (of one half, or all) [bytes].
+
+    0 where the catalog describes none of those rows' models.
+    """
     ratios = []
     for r, mid, arch, device in _rows(cat):
         shape = mid in {model_id(repo) for repo in SHAPES}
@@ -148,12 +151,14 @@ def fit_per_logit(cat: Catalog, half: bool | None = None) -> float:
             continue
         seqs = batched_seqs(_runtime(cat, r, 1.0), device)
         ratios.append(float(r["torch_peak_gib"]) * GIB / (seqs * arch.vocab_size))
-    return statistics.median(ratios)
+    return statistics.median(ratios) if ratios else 0.0
 
 
 def activation_checks(cat: Catalog) -> list[Activation]:
     """Every usable row against the engine, with the figure fitted on the other half."""
     per_logit = fit_per_logit(cat, half=False)
+    if not per_logit:
+        return []
     out = []
     for r, mid, arch, device in _rows(cat):
         runtime = _runtime(cat, r, per_logit)

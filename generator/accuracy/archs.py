@@ -40,6 +40,12 @@ def extra_quants() -> dict[str, str]:
     return {repo: e["quant"] for repo, e in sorted(_entries().items()) if "quant" in e}
 
 
+def extra_config(repo: str) -> dict[str, Any]:
+    """The config.json keys kept for a calibration-only checkpoint."""
+    config: dict[str, Any] = _entries()[repo]["config"]
+    return config
+
+
 def model_id(repo: str) -> str:
     """The id a calibration-only checkpoint goes by in reports: its repo's name."""
     return repo.rpartition("/")[2]

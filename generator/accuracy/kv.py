@@ -29,7 +29,12 @@ from backpressure.engine.inputs import Device, WeightFormat
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
-from backpressure.generator.accuracy.archs import extra_archs, extra_quants, model_id
+from backpressure.generator.accuracy.archs import (
+    extra_archs,
+    extra_config,
+    extra_quants,
+    model_id,
+)
 from backpressure.generator.accuracy.rows import data_rows
 
 SEQS = re.compile(r"max[_-]num[_-]seqs\W{0,4}(\d+)")
@@ -81,6 +86,38 @@ CHECKPOINTS = {
         "W4A16, group 32, routed experts only", 4.5, 16.0, experts_only=True
     ),
 }
+# ModelOpt's selective NVFP4 recipe for Nemotron 3 Nano (its NVFP4 release's
+# hf_quant_config.json, transcribed in 6ixLabs-AI/dgpp@7cc561a
+# tests/unit/nemotron_config_json.hpp; the Cascade-2 NVFP4 card says it follows "the
+# same selective recipe"): routed and shared experts and the Mamba layers not just
+# before an attention layer in NVFP4; attention, those Mamba layers, conv1d, router,
+# embeddings and lm_head in BF16.
+SELECTIVE_NVFP4 = ("chankhavu/Nemotron-Cascade-2-30B-A3B-NVFP4",)
+NVFP4_BITS = 4.5  # catalog/quants/nvfp4.yaml: an FP8 scale per 16 FP4 values
+
+
+def selective_nvfp4(repo: str) -> WeightFormat:
+    """The weight format of a Nemotron-H checkpoint quantized by ModelOpt's selective recipe.
+
+    Every layer outside the embeddings is costed at one average: NVFP4 for the
+    quantized projections, 16 bits for the rest.
+    """
+    cfg, arch = extra_config(repo), extra_archs()[repo]
+    hidden, pattern = cfg["hidden_size"], cfg["hybrid_override_pattern"]
+    inner = cfg["mamba_num_heads"] * cfg["mamba_head_dim"]
+    groups = 2 * cfg["n_groups"] * cfg["ssm_state_size"]
+    mamba = hidden * (2 * inner + groups + cfg["mamba_num_heads"]) + inner * hidden
+    kept = sum(1 for i, c in enumerate(pattern) if c == "M" and pattern[i + 1 : i + 2] == "*")
+    e = arch.experts
+    if e is None:
+        raise ValueError(f"{repo}: the selective NVFP4 recipe needs a mixture of experts")
+    quantized = (pattern.count("M") - kept) * mamba
+    quantized += e.moe_layers * (e.num_experts * e.expert_params + e.shared_params_per_layer)
+    body = arch.total_params - arch.embedding_params
+    bits = (quantized * NVFP4_BITS + (body - quantized) * 16) / body
+    return WeightFormat("NVFP4, selective (ModelOpt)", bits, 16.0)
+
+
 GPUS = {
     "H100 80GB HBM3": "h100-sxm",
     "H100": "h100-sxm",
@@ -100,6 +137,11 @@ OFF_CATALOG = {
         32,
         "amd",
         "https://www.amd.com/en/products/graphics/workstations/radeon-ai-pro/ai-9000-series/amd-radeon-ai-pro-r9700.html",
+    ),
+    "H100 SXM5 94GB": (
+        94,
+        "nvidia",
+        "https://github.com/SURF-ML/Megatron-LM-Snellius/blob/81e501241290d73122440ae06e37aab57ef1af7d/README.md",
     ),
     "RTX 5000 Ada": (
         32,
@@ -269,6 +311,8 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 )
             device = _device(cat, gpu, r["gpu"], count)
             fmt = CHECKPOINTS.get(repo)
+            if repo in SELECTIVE_NVFP4:
+                fmt = selective_nvfp4(repo)
             if fmt is None and quant in cat.quants:
                 fmt = resolve.weight_format(cat.quants[quant])
             if device is not None and r["gpu_memory_utilization"] and fmt is not None:

@@ -287,20 +287,8 @@ def kv_context(cat: Catalog) -> dict[str, Any]:
     fitted = [r.error for r in rows if not r.held_out and r.error is not None]
     worst = sorted((r for r in held if r.error is not None), key=lambda r: -abs(r.error or 0))
     lcpp = llama_cpp_checks(cat)
-    act = activation_checks(cat)
-    act_held = [p.error for p in act if p.held_out]
-    act_worst = max(act, key=lambda p: abs(p.error))
     return {
-        "activation": {
-            "n": len(act),
-            "held": len(act_held),
-            "per_logit": f"{fit_per_logit(cat, half=False):.2f}",
-            "median": _median_pct(act_held),
-            "worst": f"{100 * max(map(abs, act_held)):.1f} %",
-            "all_worst": (
-                f"{act_worst.model} at {act_worst.tp} GPUs, {100 * act_worst.error:+.1f} %"
-            ),
-        },
+        "activation": _activation(cat),
         "rows": len(rows),
         "held": len(held),
         # logs of checkpoints the site does not publish (calibration_archs.yaml)
@@ -329,6 +317,23 @@ def kv_context(cat: Catalog) -> dict[str, Any]:
             "median": _median_pct([r.error for r in lcpp]),
             "worst": f"{100 * max(abs(r.error) for r in lcpp):.1f} %" if lcpp else "-",
         },
+    }
+
+
+def _activation(cat: Catalog) -> dict[str, Any] | None:
+    """The activation-peak check in numbers, or None where the catalog leaves no rows."""
+    act = activation_checks(cat)
+    held = [p.error for p in act if p.held_out]
+    if not held or len(held) == len(act):
+        return None
+    worst = max(act, key=lambda p: abs(p.error))
+    return {
+        "n": len(act),
+        "held": len(held),
+        "per_logit": f"{fit_per_logit(cat, half=False):.2f}",
+        "median": _median_pct(held),
+        "worst": f"{100 * max(map(abs, held)):.1f} %",
+        "all_worst": f"{worst.model} at {worst.tp} GPUs, {100 * worst.error:+.1f} %",
     }
 
 
