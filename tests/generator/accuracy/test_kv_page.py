@@ -109,14 +109,14 @@ def test_calibration_only_models_are_checked_end_to_end_only_with_weights() -> N
     # The Mamba-2 hybrid logs load Granite 4.0-H and Nemotron-H models the site does
     # not publish. The Granite 1B one loads an unquantized checkpoint on a catalog GPU,
     # so its budget is predicted too, as are the Cascade-2 NVFP4 ones (their recipe is
-    # priced as stored, on an H100 94GB known by its memory); the 350M one ran on a box
-    # whose GPU memory was set by hand, and the Nano 4B one loads an FP8 layout no
-    # quant describes.
+    # priced as stored; an H100 94GB known by its memory, and an RTX 5090); the 350M
+    # one ran on a box whose GPU memory was set by hand, and the Nano 4B one loads an
+    # FP8 layout no quant describes.
     cat = load_catalog()
     ctx = kv_context(cat)
     rows = {f["family"]: f for f in ctx["families"]}
-    assert rows["hybrid-mamba"]["n"] == 6
-    assert rows["hybrid-mamba"]["inside"] == "4 of 4"
+    assert rows["hybrid-mamba"]["n"] == 11
+    assert rows["hybrid-mamba"]["inside"] == "8 of 9"
     assert ctx["extra"] == [
         "NVIDIA-Nemotron-3-Nano-4B-FP8",
         "Nemotron-Cascade-2-30B-A3B-NVFP4",
