@@ -96,11 +96,24 @@ SELECTIVE_NVFP4 = ("chankhavu/Nemotron-Cascade-2-30B-A3B-NVFP4",)
 NVFP4_BITS = 4.5  # catalog/quants/nvfp4.yaml: an FP8 scale per 16 FP4 values
 
 
-def selective_nvfp4(repo: str) -> WeightFormat:
+# vLLM's NVFP4 MoE path for FlashInfer and CUTLASS (Blackwell; Hopper runs Marlin,
+# which keeps the stored size) pads non-gated experts' intermediate size to the
+# swizzled block scales' 128 rows: prepare_nvfp4_moe_layer_for_fi_or_cutlass
+# ("pad_size = w13_scale.size(1) - w13.size(1)") in
+# https://github.com/vllm-project/vllm/blob/296ce48d53e21b80311c8bea381b9dc1b09317ae/vllm/model_executor/layers/quantization/utils/flashinfer_fp4_moe.py
+# and swizzle_blockscale ("M_padded = round_up(M, 128)") in
+# https://github.com/vllm-project/vllm/blob/4159f5ba771cb20944234e8e7931ccf9e4258bfb/vllm/model_executor/layers/quantization/utils/nvfp4_utils.py
+FLASHINFER_ROWS = 128
+FLASHINFER_GENERATIONS = ("blackwell",)
+
+
+def selective_nvfp4(repo: str, generation: str = "", gpus: int = 1) -> WeightFormat:
     """The weight format of a Nemotron-H checkpoint quantized by ModelOpt's selective recipe.
 
     Every layer outside the embeddings is costed at one average: NVFP4 for the
-    quantized projections, 16 bits for the rest.
+    quantized projections, 16 bits for the rest. On a GPU where vLLM runs the
+    FlashInfer path (``generation``), the routed experts (squared-ReLU, not
+    gated) are held at their intermediate size per GPU padded to 128 rows.
     """
     cfg, arch = extra_config(repo), extra_archs()[repo]
     hidden, pattern = cfg["hidden_size"], cfg["hybrid_override_pattern"]
@@ -114,7 +127,12 @@ def selective_nvfp4(repo: str) -> WeightFormat:
     quantized = (pattern.count("M") - kept) * mamba
     quantized += e.moe_layers * (e.num_experts * e.expert_params + e.shared_params_per_layer)
     body = arch.total_params - arch.embedding_params
-    bits = (quantized * NVFP4_BITS + (body - quantized) * 16) / body
+    stored = quantized
+    if generation in FLASHINFER_GENERATIONS:
+        width = cfg["moe_intermediate_size"] // gpus
+        pad = -(-width // FLASHINFER_ROWS) * FLASHINFER_ROWS - width
+        stored += e.moe_layers * e.num_experts * e.expert_params * pad // width
+    bits = (stored * NVFP4_BITS + (body - quantized) * 16) / body
     return WeightFormat("NVFP4, selective (ModelOpt)", bits, 16.0)
 
 
@@ -312,7 +330,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
             device = _device(cat, gpu, r["gpu"], count)
             fmt = CHECKPOINTS.get(repo)
             if repo in SELECTIVE_NVFP4:
-                fmt = selective_nvfp4(repo)
+                fmt = selective_nvfp4(repo, device.generation if device else "", count)
             if fmt is None and quant in cat.quants:
                 fmt = resolve.weight_format(cat.quants[quant])
             if device is not None and r["gpu_memory_utilization"] and fmt is not None:

@@ -116,7 +116,7 @@ def test_calibration_only_models_are_checked_end_to_end_only_with_weights() -> N
     ctx = kv_context(cat)
     rows = {f["family"]: f for f in ctx["families"]}
     assert rows["hybrid-mamba"]["n"] == 11
-    assert rows["hybrid-mamba"]["inside"] == "8 of 9"
+    assert rows["hybrid-mamba"]["inside"] == "9 of 9"
     assert ctx["extra"] == [
         "NVIDIA-Nemotron-3-Nano-4B-FP8",
         "Nemotron-Cascade-2-30B-A3B-NVFP4",
