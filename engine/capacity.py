@@ -102,8 +102,8 @@ def activation_bytes(
     forward pass's (bf16 tensors live at an MLP: its matrices' widths, four of
     hidden size, per batched token), plus the fused-MoE workspace that stays
     allocated (an expert's matrix widths split over the GPUs and one of hidden
-    size, per batched token and routed expert). Before it,
-    or for a model known only by size, one figure per batched token.
+    size, per batched token and routed expert). Before that release, or for a
+    model known only by size, one figure per batched token.
     """
     tokens = batched_tokens(runtime, device)
     if runtime.v1_since and not since(runtime, runtime.v1_since):
@@ -115,7 +115,7 @@ def activation_bytes(
     seqs = batched_seqs(runtime, device)
     sampler = runtime.sampler_bytes_per_logit * seqs * arch.vocab_size
     # an MLP's tensors per token: its matrices' widths (gate and up outputs and the
-    # down input: 3 x intermediate when gated), split over the GPUs
+    # down input), split over the GPUs; a dense MLP counts as gated, as the catalog's are
     e = arch.experts
     widths = (
         3 * arch.intermediate_size if e is None else e.shared_params_per_layer // arch.hidden_size
