@@ -72,3 +72,11 @@ def test_older_releases_and_unknown_models_keep_one_figure_per_batched_token():
     # V0 profiled a max_model_len-sized batch
     v0 = replace(VLLM, version="0.6.4", v1_since="0.8.0")
     assert activation_bytes(v0, H100, DENSE, context=32768) == 32768 * 1000
+
+
+def test_an_a100_keeps_the_small_defaults_whatever_its_memory():
+    # vLLM keeps 2,048 batched tokens and 256 sequences on any A100 (arg_utils.py)
+    a100 = Device("A100 80GB SXM", "discrete", "nvidia", 80 * GIB, None)
+    rt = replace(VLLM, small_defaults_name="a100")
+    assert activation_bytes(rt, a100, DENSE) == 16 * 256 * 128256
+    assert activation_bytes(rt, H100, DENSE) == 16 * 1024 * 128256
