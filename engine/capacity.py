@@ -44,7 +44,7 @@ from backpressure.engine.memory import slots as slot_count
 from backpressure.engine.memory import usable_memory_bytes, weights_bytes
 from backpressure.engine.results import CapacityResult, Ceiling, KvBasis
 
-ACTIVATION_BYTES = 2  # bf16 activations in vLLM's profiling forward pass
+ACTIVATION_BYTES = 2  # bf16 activations: vLLM's forward pass and its all-reduces
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -91,6 +91,11 @@ def batched_seqs(runtime: Runtime, device: Device) -> int:
     return min(seqs or runtime.max_num_seqs, batched_tokens(runtime, device))
 
 
+def sampler_logits(runtime: Runtime, device: Device, arch: ModelArch) -> int:
+    """Logits of vLLM's profiling sampler run: ``max_num_seqs`` x vocabulary [-]."""
+    return batched_seqs(runtime, device) * arch.vocab_size
+
+
 def activation_bytes(
     runtime: Runtime, device: Device, arch: ModelArch | None, context: int = 0
 ) -> int:
@@ -112,8 +117,7 @@ def activation_bytes(
     if arch is None or not new:
         return math.ceil(tokens * runtime.activation_bytes_per_batched_token)
     tp = parallel(device, runtime)
-    seqs = batched_seqs(runtime, device)
-    sampler = runtime.sampler_bytes_per_logit * seqs * arch.vocab_size
+    sampler = runtime.sampler_bytes_per_logit * sampler_logits(runtime, device, arch)
     # an MLP's tensors per token: its matrices' widths (gate and up outputs and the
     # down input), split over the GPUs; a dense MLP counts as gated, as the catalog's are
     e = arch.experts

@@ -15,6 +15,7 @@ from typing import Any
 
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import (
+    ACTIVATION_BYTES,
     batched_seqs,
     batched_tokens,
     decode_key,
@@ -29,7 +30,6 @@ from backpressure.engine.kernels import MetalKernels, metal_kernels, pair_reads_
 from backpressure.engine.results import CapacityResult
 from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCost
 
-ACTIVATION_BYTES = 2  # bf16 activations cross the link in a tensor-parallel all-reduce
 ASYNC_SCHEDULING = (0, 14)  # first vLLM release that overlaps host and device: host_overlaps
 GRAPH_MAX_TOKENS = 512  # vLLM's largest default CUDA-graph capture size (vllm/config/vllm.py)
 

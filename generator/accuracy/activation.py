@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.arch import ModelArch
-from backpressure.engine.capacity import activation_bytes, batched_seqs
+from backpressure.engine.capacity import activation_bytes, sampler_logits
 from backpressure.engine.inputs import Device, Runtime
 from backpressure.engine.units import GIB
 from backpressure.generator import resolve
 from backpressure.generator.accuracy.archs import extra_archs, model_id
-from backpressure.generator.accuracy.kv import GPUS, MODELS
+from backpressure.generator.accuracy.kv import GPUS, MODELS, pinned
 from backpressure.generator.accuracy.rows import data_rows
 
 DATA = "vllm_activation.csv"
@@ -74,6 +74,7 @@ SHAPES = {
     # henryhmko/VLM_interpretability@53ca1a9 phi-2/config.json
     "microsoft/phi-2": (51200, 2560, 10240),
 }
+SHAPE_IDS = frozenset(model_id(repo) for repo in SHAPES)
 SHAPE_BASE = "llama-3.1-8b"  # a dense catalog model whose other fields the peak ignores
 
 
@@ -113,23 +114,15 @@ def _arch(cat: Catalog, repo: str) -> tuple[str, ModelArch | None]:
 
 def held_out(model: str) -> bool:
     """The half a model's rows fall in: a stable hash of its id; SHAPES are held out."""
-    if model in {model_id(repo) for repo in SHAPES}:
+    if model in SHAPE_IDS:
         return True
     return hashlib.sha256(model.encode()).digest()[0] % 2 == 1
 
 
 def _runtime(cat: Catalog, row: dict[str, str], per_logit: float) -> Runtime:
     runtime = resolve.runtime_profile(cat.runtimes["vllm"])
-    seqs, tokens = int(row["max_num_seqs"]), int(row["max_num_batched_tokens"])
-    return replace(
-        runtime,
-        version=row["vllm_version"],
-        sampler_bytes_per_logit=per_logit,
-        max_num_seqs=seqs,
-        large_gpu_max_num_seqs=seqs,
-        max_num_batched_tokens=tokens,
-        large_gpu_max_num_batched_tokens=tokens,
-    )
+    runtime = pinned(runtime, int(row["max_num_seqs"]), int(row["max_num_batched_tokens"]))
+    return replace(runtime, version=row["vllm_version"], sampler_bytes_per_logit=per_logit)
 
 
 def _rows(cat: Catalog) -> list[tuple[dict[str, str], str, ModelArch, Device]]:
@@ -154,11 +147,11 @@ def fit_per_logit(cat: Catalog, half: bool | None = None) -> float:
     """
     ratios = []
     for r, mid, arch, device in _rows(cat):
-        shape = mid in {model_id(repo) for repo in SHAPES}
-        if arch.experts is not None or shape or (half is not None and held_out(mid) != half):
+        skip = arch.experts is not None or mid in SHAPE_IDS
+        if skip or (half is not None and held_out(mid) != half):
             continue
-        seqs = batched_seqs(_runtime(cat, r, 1.0), device)
-        ratios.append(float(r["torch_peak_gib"]) * GIB / (seqs * arch.vocab_size))
+        logits = sampler_logits(_runtime(cat, r, 1.0), device, arch)
+        ratios.append(float(r["torch_peak_gib"]) * GIB / logits)
     return statistics.median(ratios) if ratios else 0.0
 
 
@@ -171,7 +164,7 @@ def activation_checks(cat: Catalog) -> list[Activation]:
     for r, mid, arch, device in _rows(cat):
         runtime = _runtime(cat, r, per_logit)
         logged = float(r["torch_peak_gib"])
-        sampler = per_logit * batched_seqs(runtime, device) * arch.vocab_size / GIB
+        sampler = per_logit * sampler_logits(runtime, device, arch) / GIB
         out.append(
             Activation(
                 model=mid,

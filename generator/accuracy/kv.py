@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from backpressure.catalog.loader import Catalog
 from backpressure.engine.arch import ModelArch
 from backpressure.engine.capacity import batched_seqs, batched_tokens, estimate
-from backpressure.engine.inputs import Device, WeightFormat
+from backpressure.engine.inputs import Device, Runtime, WeightFormat
 from backpressure.engine.kv_pool import llama_cpp_cells, token_bytes_per_layer, vllm_pool
 from backpressure.engine.units import GIB, MIB
 from backpressure.generator import resolve
@@ -262,16 +262,25 @@ def _device(cat: Catalog, gpu: str | None, name: str, count: int) -> Device | No
     return Device(name, "discrete", vendor, gib * GIB, None, count=count, interconnect=link)  # type: ignore[arg-type]
 
 
-def _mnbt(cat: Catalog, gpu: str | None, raw: str, gpu_name: str) -> int:
+def _mnbt(cat: Catalog, gpu: str | None, raw: str) -> int:
     if raw:
         return int(raw)
     runtime = resolve.runtime_profile(cat.runtimes["vllm"])
     if gpu is None:
         return runtime.max_num_batched_tokens
-    # vLLM keeps the small defaults on any A100 (arg_utils.py, PR #17885).
-    if "A100" in gpu_name:
-        return runtime.max_num_batched_tokens
+    # the engine's rule, small defaults on any A100 included (arg_utils.py, PR #17885)
     return batched_tokens(runtime, resolve.device_from_gpu(cat.gpus[gpu]))
+
+
+def pinned(runtime: Runtime, seqs: int, tokens: int) -> Runtime:
+    """The runtime with a log's ``max_num_seqs`` and ``max_num_batched_tokens`` on any GPU."""
+    return replace(
+        runtime,
+        max_num_seqs=seqs,
+        large_gpu_max_num_seqs=seqs,
+        max_num_batched_tokens=tokens,
+        large_gpu_max_num_batched_tokens=tokens,
+    )
 
 
 def _seqs(row: dict[str, str]) -> int | None:
@@ -304,7 +313,7 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
             context = int(r["max_model_len"].split()[0]) if r["max_model_len"] else 2048
             kv = "fp8" if r["kv_cache_dtype"].startswith("fp8") else "auto"
             kv_bytes = resolve.kv_bytes(cat.kv_dtypes[kv])
-            mnbt = _mnbt(cat, gpu, r.get("max_num_batched_tokens", ""), r["gpu"])
+            mnbt = _mnbt(cat, gpu, r.get("max_num_batched_tokens", ""))
             pool = vllm_pool(arch, kv_bytes, context, mnbt, count)
             point = VllmKv(
                 source=source,
@@ -335,15 +344,10 @@ def vllm_checks(cat: Catalog) -> list[VllmKv]:
                 fmt = resolve.weight_format(cat.quants[quant])
             if device is not None and r["gpu_memory_utilization"] and fmt is not None:
                 runtime = resolve.runtime_profile(cat.runtimes["vllm"])
-                seqs = _seqs(r) or batched_seqs(runtime, device)
                 runtime = replace(
-                    runtime,
+                    pinned(runtime, _seqs(r) or batched_seqs(runtime, device), mnbt),
                     gpu_memory_utilization=float(r["gpu_memory_utilization"]),
                     version=r["vllm_version"] or runtime.version,
-                    max_num_batched_tokens=mnbt,
-                    large_gpu_max_num_batched_tokens=mnbt,
-                    max_num_seqs=seqs,
-                    large_gpu_max_num_seqs=seqs,
                 )
                 res = estimate(
                     device,
