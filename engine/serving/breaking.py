@@ -26,14 +26,22 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from backpressure.engine.rng import Mulberry32
-from backpressure.engine.serving.kernel import DONE
+from backpressure.engine.rng import GOLDEN_GAMMA, MASK32, TWO_POW_32, Mulberry32
+from backpressure.engine.serving.fused import (
+    BOUND_S,
+    BUSY_S,
+    END_S,
+    RUNNING_S,
+    _summary,
+    closed_run,
+    open_run,
+)
 from backpressure.engine.serving.model import Server
-from backpressure.engine.serving.rules import RULES, Limits, Verdict, judge
-from backpressure.engine.serving.run import Run, closed_loop, serve
+from backpressure.engine.serving.rules import RULES, Limits, Verdict, verdict
+from backpressure.engine.serving.run import Run
 from backpressure.engine.serving.spec import requests_held
-from backpressure.engine.sim.jit import compiled
-from backpressure.engine.sim.libm import ln
+from backpressure.engine.sim.jit import COMPILED, compiled
+from backpressure.engine.sim.libm import ln, ln_scalar
 
 Array = npt.NDArray[np.float64]
 
@@ -150,10 +158,10 @@ class Epochs:
     so the times are the same however they are asked for.
     """
 
-    __slots__ = ("_last", "_rng", "_times")
+    __slots__ = ("_last", "_state", "_times")
 
     def __init__(self, seed: int) -> None:
-        self._rng = Mulberry32(seed)
+        self._state = seed & MASK32  # mulberry32's counter
         self._times = np.zeros(0)
         self._last = 0.0
 
@@ -161,8 +169,14 @@ class Epochs:
         """At least the first ``n`` epochs."""
         if self._times.size < n:
             more = max(n - self._times.size, self._times.size, 256)
-            gaps = -ln(1.0 - self._rng.block(more))
-            ext = np.cumsum(np.concatenate(([self._last], gaps)))[1:]
+            if COMPILED:
+                # one compiled loop: every simulated server draws its own stream,
+                # and numpy's whole-array steps cost more than the draws themselves
+                ext = np.empty(more)
+                self._state = _draw(self._state, self._last, ext)
+            else:  # pragma: no cover - numba is a declared dependency
+                ext = np.cumsum(np.concatenate(([self._last], gaps(self._state, more))))[1:]
+                self._state = (self._state + more * GOLDEN_GAMMA) & MASK32
             self._times = np.concatenate((self._times, ext))
             self._last = float(self._times[-1])
         return self._times
@@ -174,48 +188,35 @@ class Epochs:
         return self._times
 
 
-def _summary_py(
-    arrival: Any, first: Any, finish: Any, status: Any, output: Any, users: int, out: Any
-) -> None:  # pragma: no cover - compiled
-    """Means of a closed-loop run's steady state into ``out``.
+def gaps(state: int, n: int) -> Array:
+    """``n`` exponential gaps ``-ln(1 - u)`` from mulberry32 at counter ``state``, in numpy.
 
-    In order: ttft, tpot, e2e [s], decode time per token [s], tokens per
-    request, answers counted. Counted are the requests sent after the first
-    wave and before the last ``users`` (the loop sends them in index order); a
-    run too short to have any counts every answer.
+    The reference the compiled draw (:func:`_draw_py`) is tested against.
     """
-    n = arrival.shape[0]
-    lo, hi = users, n - users
-    if hi <= lo:
-        lo, hi = 0, n
-    done = 0
-    ttft = 0.0
-    tpot = 0.0
-    e2e = 0.0
-    decode_s = 0.0
-    decode_tokens = 0.0
-    tokens = 0.0
-    for i in range(lo, hi):
-        if status[i] != DONE:
-            continue
-        done += 1
-        f = first[i] - arrival[i]
-        e = finish[i] - arrival[i]
-        ttft += f
-        e2e += e
-        tpot += (e - f) / max(output[i] - 1, 1)
-        decode_s += e - f
-        decode_tokens += output[i] - 1
-        tokens += output[i]
-    out[0] = ttft / max(done, 1)
-    out[1] = tpot / max(done, 1)
-    out[2] = e2e / max(done, 1)
-    out[3] = decode_s / max(decode_tokens, 1.0)
-    out[4] = tokens / max(done, 1)
-    out[5] = done
+    return -ln(1.0 - Mulberry32(state).block(n))
 
 
-_summary = compiled(_summary_py)
+def _draw_py(state: int, last: float, out: Any) -> int:  # pragma: no cover - compiled
+    """Epochs after ``last`` into ``out``, from mulberry32 at counter ``state``; the new counter.
+
+    Step for step what :func:`gaps` and a running sum do (:mod:`backpressure.engine.rng`,
+    :func:`backpressure.engine.sim.libm.ln`), one draw at a time: the same
+    operations in the same order, so the same bits. Products of two 32-bit
+    values wrap in 64 bits, and their low 32 bits, all that is kept, are exact.
+    """
+    total = last
+    for i in range(out.shape[0]):
+        state = (state + GOLDEN_GAMMA) & MASK32
+        t = state
+        t = ((t ^ (t >> 15)) * (t | 1)) & MASK32
+        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & MASK32)) & MASK32
+        u = ((t ^ (t >> 14)) & MASK32) / TWO_POW_32
+        total = total + -ln_scalar(1.0 - u)
+        out[i] = total
+    return state
+
+
+_draw = compiled(_draw_py)
 
 
 def concurrency(run: Run, users: int) -> Concurrency:
@@ -232,7 +233,17 @@ def concurrency(run: Run, users: int) -> Concurrency:
     """
     out = np.zeros(6)
     _summary(run.arrival, run.first, run.finish, run.status, run.output, users, out)
-    ttft, tpot, e2e, itl, tokens, done = out
+    return _point(users, out, run.running_s, run.busy_s, run.bound_s)
+
+
+def _point(
+    users: int,
+    summary: Array,
+    running_s: float,
+    busy_s: float,
+    bound_s: tuple[float, float, float],
+) -> Concurrency:
+    ttft, tpot, e2e, itl, tokens, done = summary[:6]
     rps = users / e2e if done > 0 and e2e > 0 else 0.0
     return Concurrency(
         users=users,
@@ -242,15 +253,20 @@ def concurrency(run: Run, users: int) -> Concurrency:
         e2e_ms=e2e * 1e3,
         output_tokens_per_s=rps * tokens,
         requests_per_s=rps,
-        running=run.running_s / run.busy_s if run.busy_s > 0 else 0.0,
-        bound_s=run.bound_s,
+        running=running_s / busy_s if busy_s > 0 else 0.0,
+        bound_s=bound_s,
     )
 
 
 def closed_loop_point(server: Server, users: int, prompt: int, output: int) -> Concurrency:
-    """``users`` clients sending ``4 users + 16`` requests between them, summarised."""
-    run = closed_loop(server, users, 4 * users + 16, prompt, output)
-    return concurrency(run, users)
+    """``users`` clients sending ``4 users + 16`` requests between them, summarised.
+
+    What :func:`concurrency` of :func:`backpressure.engine.serving.run.closed_loop`
+    gives, in one compiled call (:mod:`backpressure.engine.serving.fused`).
+    """
+    out = closed_run(server, users, 4 * users + 16, prompt, output)
+    bound = (float(out[BOUND_S]), float(out[BOUND_S + 1]), float(out[BOUND_S + 2]))
+    return _point(users, out, float(out[RUNNING_S]), float(out[BUSY_S]), bound)
 
 
 def concurrency_table(
@@ -300,24 +316,20 @@ def open_loop(
     every other measured request were perfect.
     """
     start, end = window
-    unit = times.until(end * rate)
-    arrival = unit[: np.searchsorted(unit, end * rate)] / rate
-    n = arrival.size
-    measured = int(np.count_nonzero(arrival >= start))
-    warm = n - measured
-    allowed = math.floor((1.0 - limits.quantile) * measured)
-    budget = math.floor((1.0 - limits.availability) * measured)
-    run = serve(
+    # serve() and judge() in one compiled call (engine/serving/fused.py)
+    measure, occupancy = open_run(
         server,
-        arrival,
-        np.full(n, prompt, np.int64),
-        np.full(n, output, np.int64),
-        lost_limit=budget + warm,
-        slow_limit=allowed + warm,
-        slow_s=limits.ttft_budget_s,
-        seconds=end,
+        times.until(end * rate),
+        rate,
+        prompt,
+        output,
+        window,
+        limits.quantile,
+        limits.availability,
+        limits.ttft_budget_s,
+        limits.p99_slo_s,
     )
-    return judge(run, rate, limits, start, end, capacity_rps)
+    return verdict(measure, occupancy, rate, limits, start, float(measure[END_S]), capacity_rps)
 
 
 def find_breaking(

@@ -196,15 +196,31 @@ def judge(
         q,
         out,
     )
-    n, lost, ttft_p50, ttft_p99, e2e_p99, good = out
+    return verdict(out, run.occupancy, rate, limits, start_s, end_s, capacity_rps)
+
+
+def verdict(
+    measure: Array,
+    occupancy_per_s: Array,
+    rate: float,
+    limits: Limits,
+    start_s: float,
+    end_s: float,
+    capacity_rps: float = math.inf,
+) -> Verdict:
+    """The rules applied to what :func:`_measure_py` measured from ``start_s`` to ``end_s``.
+
+    ``occupancy_per_s`` is the run's occupancy, second by second.
+    """
+    n, lost, ttft_p50, ttft_p99, e2e_p99, good = measure[:6]
     lost_share = lost / n if n else 0.0
     budget = 1.0 - limits.availability
     lo = int(start_s / BIN_S)
     hi = max(lo + 1, int(end_s / BIN_S))
     # np.mean's own steps (a pairwise sum, then one division) without its dispatch
     occupancy = (
-        float(np.add.reduce(run.occupancy[lo:hi]) / run.occupancy[lo:hi].size)
-        if run.occupancy.size > lo
+        float(np.add.reduce(occupancy_per_s[lo:hi]) / occupancy_per_s[lo:hi].size)
+        if occupancy_per_s.size > lo
         else 0.0
     )
     margins = (

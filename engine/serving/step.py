@@ -111,14 +111,15 @@ def distinct_experts(num_experts: int, experts_per_token: int, max_tokens: int) 
     [0.0, 2.0, 3.5]
     """
     table = np.zeros(max_tokens + 1)
-    if num_experts <= 0:
-        return table
-    miss = 1.0 - experts_per_token / num_experts
-    power = 1.0
-    for t in range(1, max_tokens + 1):
-        power = power * miss
-        table[t] = num_experts * (1.0 - power)
-    table.flags.writeable = False  # shared between runs: the cache hands out one array
+    if num_experts > 0:
+        miss = 1.0 - experts_per_token / num_experts
+        power = 1.0
+        for t in range(1, max_tokens + 1):
+            power = power * miss
+            table[t] = num_experts * (1.0 - power)
+    # shared between runs: the cache hands out one array. Read-only for dense
+    # models too, so the compiled loops see one array type and compile once.
+    table.flags.writeable = False
     return table
 
 

@@ -10,9 +10,11 @@ Accuracy is ~1e-15 relative, far below anything the output shows.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
-from backpressure.engine.sim.jit import COMPILED
+from backpressure.engine.sim.jit import COMPILED, compiled
 from backpressure.engine.sim.sums import poisson_rows_sorted
 
 Array = npt.NDArray[np.float64]
@@ -77,6 +79,20 @@ def ln(x: Array) -> Array:
     for k in range(35, 0, -2):  # Horner form of s * sum s**(2j) / (2j + 1)
         total = total * s2 + 1.0 / k
     return 2.0 * s * total + e.astype(np.float64) * LN2
+
+
+def _ln_scalar_py(x: float) -> float:
+    """:func:`ln` of one value: the same operations in the same order, so the same bits."""
+    m, e = math.frexp(x)
+    s = (m - 1.0) / (m + 1.0)
+    s2 = s * s
+    total = 0.0
+    for k in range(35, 0, -2):
+        total = total * s2 + 1.0 / k
+    return 2.0 * s * total + float(e) * LN2
+
+
+ln_scalar = compiled(_ln_scalar_py, "always")
 
 
 def inverse_normal(u: Array) -> Array:

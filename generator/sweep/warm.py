@@ -17,6 +17,7 @@ from backpressure.generator.keys import InputKeys
 from backpressure.generator.site.scenarios import scenario_contexts
 from backpressure.generator.sweep.combos import enumerate_combos
 from backpressure.generator.sweep.evaluate import evaluate_many
+from backpressure.generator.sweep.rig import warm_up as warm_serving
 
 # One config per runtime's scheduler, dense and MoE, small enough to fit a consumer card.
 CONFIGS = (
@@ -29,6 +30,9 @@ CONFIGS = (
 def warm() -> None:
     """Run the kernels once on the bundled catalog: configs of each runtime, and the scenarios."""
     warm_sim()
+    # the serving loop and its summaries as Python calls them (a timeline, a
+    # custom run); the sweep's configs run them inside one compiled call
+    warm_serving()
     cat = load_catalog()
     keys = InputKeys(cat)
     combos = [c for c in enumerate_combos(cat) if c.id in CONFIGS]

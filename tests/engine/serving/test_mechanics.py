@@ -11,8 +11,10 @@ from backpressure.engine.serving import kernel
 from backpressure.engine.serving.breaking import (
     Epochs,
     Search,
+    _draw_py,
     concurrency_table,
     find_breaking,
+    gaps,
     open_loop,
     saturation_rps,
 )
@@ -20,6 +22,7 @@ from backpressure.engine.serving.model import Policy, Scheduler, Server, StepCos
 from backpressure.engine.serving.rules import Limits
 from backpressure.engine.serving.run import closed_loop, serve
 from backpressure.engine.serving.step import pack, step_time
+from backpressure.engine.sim.libm import _ln_scalar_py, ln
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -269,6 +272,24 @@ def test_breaking_rates_are_monotone_in_bandwidth():
         rates.append(find_breaking(srv, 1024, 128, LIMITS, SEARCH, sat, Epochs(5)).rate)
     assert all(r is not None for r in rates)
     assert rates == sorted(rates)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 9, 0xDEADBEEF, 2**32 - 1, 2**40 + 5])
+def test_the_epochs_are_the_numpy_reference_bit_for_bit(seed):
+    """The compiled draw (and its Python source) against mulberry32 blocks, ln and a cumsum."""
+    want = np.cumsum(gaps(seed & 0xFFFFFFFF, 5000))
+    e = Epochs(seed)
+    e.upto(300)  # drawn in pieces: the stream and the running sum carry on
+    assert np.array_equal(e.until(want[-1] - 1.0)[: want.size], want)
+    py = np.empty(5000)
+    state = _draw_py(seed & 0xFFFFFFFF, 0.0, py)
+    assert np.array_equal(py, want)
+    assert state == (seed + 5000 * 0x6D2B79F5) & 0xFFFFFFFF
+
+
+@given(st.floats(1e-300, 1.0))
+def test_the_scalar_ln_is_the_array_ln(x):
+    assert _ln_scalar_py(x) == float(ln(np.array([x]))[0])
 
 
 def test_a_run_is_the_same_bits_twice_and_the_epochs_however_drawn():
