@@ -20,7 +20,7 @@ import numpy.typing as npt
 from backpressure.engine.serving import kernel
 from backpressure.engine.serving.model import Server
 from backpressure.engine.serving.rules import _measure
-from backpressure.engine.serving.run import BIN_S
+from backpressure.engine.serving.run import BIN_S, loop_args
 from backpressure.engine.serving.step import expert_reads, pack
 from backpressure.engine.sim.jit import compiled
 
@@ -78,159 +78,6 @@ def _summary_py(
 _summary = compiled(_summary_py)
 
 
-def _closed_py(
-    policy: int,
-    kv_blocks: int,
-    block_tokens: int,
-    max_seqs: int,
-    max_tokens: int,
-    ubatch: int,
-    slot_tokens: int,
-    cost: Any,
-    experts: Any,
-    users: int,
-    requests: int,
-    prompt: int,
-    output: int,
-    out: Any,
-) -> None:  # pragma: no cover - compiled
-    """A closed loop (:func:`backpressure.engine.serving.run.closed_loop`), summarised into ``out``.
-
-    Like its benchmark client, the loop waits for every answer: no queue
-    limit, no timeout. ``out`` gets the summary, then the run's running and
-    busy time and the busy time by bound.
-    """
-    n = max(requests, users)
-    arrival = np.zeros(n)
-    outputs = np.full(n, output, np.int64)
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    status = np.zeros(n, np.int8)
-    sums = np.zeros(8)
-    kernel.serve(
-        policy,
-        kv_blocks,
-        block_tokens,
-        max_seqs,
-        max_tokens,
-        ubatch,
-        slot_tokens,
-        n + 1,
-        np.inf,
-        cost,
-        experts,
-        arrival,
-        np.full(n, prompt, np.int64),
-        outputs,
-        users,
-        np.inf,
-        n + 1,
-        n + 1,
-        np.inf,
-        BIN_S,
-        first,
-        finish,
-        status,
-        np.zeros(n, np.int32),
-        np.zeros(1),  # a closed loop's span is one bin
-        np.zeros(1),
-        np.zeros(4, np.int64),
-        sums,
-        False,
-    )
-    _summary(arrival, first, finish, status, outputs, users, out)
-    out[RUNNING_S] = sums[0]
-    out[BUSY_S] = sums[1]
-    out[BOUND_S] = sums[4]
-    out[BOUND_S + 1] = sums[5]
-    out[BOUND_S + 2] = sums[6]
-
-
-def _open_py(
-    policy: int,
-    kv_blocks: int,
-    block_tokens: int,
-    max_seqs: int,
-    max_tokens: int,
-    ubatch: int,
-    slot_tokens: int,
-    queue_depth: int,
-    max_wait_s: float,
-    cost: Any,
-    experts: Any,
-    unit: Any,
-    rate: float,
-    start: float,
-    end: float,
-    prompt: int,
-    output: int,
-    quantile: float,
-    availability: float,
-    ttft_budget_s: float,
-    p99_slo_s: float,
-    out: Any,
-) -> Any:  # pragma: no cover - compiled
-    """An open-loop run (:func:`backpressure.engine.serving.breaking.open_loop`), measured.
-
-    ``unit`` holds unit-rate arrival epochs past ``end * rate``. ``out`` gets
-    what :func:`backpressure.engine.serving.rules._measure_py` measures, then
-    the end of the window it measured; the run's occupancy per second is returned.
-    """
-    arrival = unit[: np.searchsorted(unit, end * rate)] / rate
-    n = arrival.shape[0]
-    measured = 0
-    for i in range(n):
-        if arrival[i] >= start:
-            measured += 1
-    warm = n - measured
-    allowed = math.floor((1.0 - quantile) * measured)
-    budget = math.floor((1.0 - availability) * measured)
-    span = max(end, arrival[n - 1] if n > 0 else 0.0, 1.0)
-    bins = max(1, math.ceil(span / BIN_S))
-    first = np.full(n, np.nan)
-    finish = np.full(n, np.nan)
-    status = np.zeros(n, np.int8)
-    occupancy = np.zeros(bins)
-    sums = np.zeros(8)
-    stop = kernel.serve(
-        policy,
-        kv_blocks,
-        block_tokens,
-        max_seqs,
-        max_tokens,
-        ubatch,
-        slot_tokens,
-        queue_depth,
-        max_wait_s,
-        cost,
-        experts,
-        arrival,
-        np.full(n, prompt, np.int64),
-        np.full(n, output, np.int64),
-        0,
-        np.inf,
-        budget + warm,
-        allowed + warm,
-        ttft_budget_s,
-        BIN_S,
-        first,
-        finish,
-        status,
-        np.zeros(n, np.int32),
-        occupancy,
-        np.zeros(bins),
-        np.zeros(4, np.int64),
-        sums,
-        False,
-    )
-    end_s = end
-    if stop != kernel.DRAINED:
-        end_s = max(start, min(end, sums[7]))
-    _measure(arrival, first, finish, status, start, end_s, ttft_budget_s, p99_slo_s, quantile, out)
-    out[END_S] = end_s
-    return occupancy
-
-
 def _run_py(
     policy: int,
     kv_blocks: int,
@@ -257,29 +104,47 @@ def _run_py(
     p99_slo_s: float,
     out: Any,
 ) -> Any:  # pragma: no cover - compiled
-    """A closed loop of ``users`` (:func:`_closed_py`), or without users an open loop.
+    """A closed loop of ``users`` sending ``requests``, or with no users an open loop.
 
-    One entry for both, so the serving loop is compiled into one caller, not two.
+    Closed (:func:`backpressure.engine.serving.run.closed_loop`): like its
+    benchmark client, the loop waits for every answer, with no queue limit and
+    no timeout; ``out`` gets the summary (:func:`_summary_py`), then the run's
+    running and busy time and the busy time by bound.
+
+    Open (:func:`backpressure.engine.serving.breaking.open_loop`): ``unit``
+    holds unit-rate arrival epochs past ``end * rate``; the run stops once the
+    rules' verdict is settled; ``out`` gets what
+    :func:`backpressure.engine.serving.rules._measure_py` measures, then the end
+    of the window it measured. Returns the occupancy per second.
     """
     if users > 0:
-        _closed(
-            policy,
-            kv_blocks,
-            block_tokens,
-            max_seqs,
-            max_tokens,
-            ubatch,
-            slot_tokens,
-            cost,
-            experts,
-            users,
-            requests,
-            prompt,
-            output,
-            out,
-        )
-        return np.zeros(0)
-    return _open(
+        n = max(requests, users)
+        arrival = np.zeros(n)
+        queue_depth = n + 1
+        max_wait_s = np.inf
+        lost_limit = n + 1
+        slow_limit = n + 1
+        slow_s = np.inf
+        bins = 1  # a closed loop's records span one second
+    else:
+        arrival = unit[: np.searchsorted(unit, end * rate)] / rate
+        n = arrival.shape[0]
+        measured = 0
+        for i in range(n):
+            if arrival[i] >= start:
+                measured += 1
+        warm = n - measured
+        lost_limit = math.floor((1.0 - availability) * measured) + warm
+        slow_limit = math.floor((1.0 - quantile) * measured) + warm
+        slow_s = ttft_budget_s
+        bins = max(1, math.ceil(max(end, arrival[n - 1] if n > 0 else 0.0, 1.0) / BIN_S))
+    outputs = np.full(n, output, np.int64)
+    first = np.full(n, np.nan)
+    finish = np.full(n, np.nan)
+    status = np.zeros(n, np.int8)
+    occupancy = np.zeros(bins)
+    sums = np.zeros(8)
+    stop = kernel.serve(
         policy,
         kv_blocks,
         block_tokens,
@@ -291,42 +156,56 @@ def _run_py(
         max_wait_s,
         cost,
         experts,
-        unit,
-        rate,
-        start,
-        end,
-        prompt,
-        output,
-        quantile,
-        availability,
-        ttft_budget_s,
-        p99_slo_s,
-        out,
+        arrival,
+        np.full(n, prompt, np.int64),
+        outputs,
+        users,
+        np.inf,
+        lost_limit,
+        slow_limit,
+        slow_s,
+        BIN_S,
+        first,
+        finish,
+        status,
+        np.zeros(n, np.int32),
+        occupancy,
+        np.zeros(bins),
+        np.zeros(4, np.int64),
+        sums,
+        False,
     )
+    if users > 0:
+        _summary(arrival, first, finish, status, outputs, users, out)
+        out[RUNNING_S] = sums[0]
+        out[BUSY_S] = sums[1]
+        out[BOUND_S] = sums[4]
+        out[BOUND_S + 1] = sums[5]
+        out[BOUND_S + 2] = sums[6]
+        return occupancy
+    end_s = end
+    if stop != kernel.DRAINED:
+        end_s = max(start, min(end, sums[7]))
+    _measure(arrival, first, finish, status, start, end_s, ttft_budget_s, p99_slo_s, quantile, out)
+    out[END_S] = end_s
+    return occupancy
 
 
-_closed = compiled(_closed_py, "always")
-_open = compiled(_open_py, "always")
 _run = compiled(_run_py)
 _NO_EPOCHS = np.zeros(0)
 
 
 def closed_run(server: Server, users: int, requests: int, prompt: int, output: int) -> Array:
     """A closed loop of ``users`` clients sending ``requests``: :data:`CLOSED_FIELDS` numbers."""
-    s, c = server.scheduler, server.cost
+    c = server.cost
     out = np.zeros(CLOSED_FIELDS)
+    # the queue and timing arguments are unused by a closed loop: zeros of their types
     _run(
-        int(s.policy),
-        s.kv_blocks,
-        max(s.block_tokens, 1),
-        s.max_seqs,
-        s.max_batched_tokens,
-        max(s.ubatch_tokens, 1),
-        s.slot_tokens,
+        *loop_args(server),
         0,
         0.0,
         pack(c),
-        expert_reads(c, max(s.max_batched_tokens, 1)),
+        expert_reads(c, max(server.scheduler.max_batched_tokens, 1)),
         users,
         requests,
         _NO_EPOCHS,
@@ -357,20 +236,14 @@ def open_run(
     p99_slo_s: float,
 ) -> tuple[Array, Array]:
     """An open-loop run, measured: :data:`OPEN_FIELDS` numbers and the occupancy per second."""
-    s, c = server.scheduler, server.cost
+    c = server.cost
     out = np.zeros(OPEN_FIELDS)
     occupancy = _run(
-        int(s.policy),
-        s.kv_blocks,
-        max(s.block_tokens, 1),
-        s.max_seqs,
-        s.max_batched_tokens,
-        max(s.ubatch_tokens, 1),
-        s.slot_tokens,
+        *loop_args(server),
         server.queue_depth,
         server.max_wait_s,
         pack(c),
-        expert_reads(c, max(s.max_batched_tokens, 1)),
+        expert_reads(c, max(server.scheduler.max_batched_tokens, 1)),
         0,
         0,
         unit,

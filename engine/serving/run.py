@@ -62,6 +62,20 @@ def _bins(seconds: float) -> int:
     return max(1, math.ceil(seconds / BIN_S))
 
 
+def loop_args(server: Server) -> tuple[int, int, int, int, int, int, int]:
+    """The scheduler as the serving loop takes it: its first seven arguments."""
+    s = server.scheduler
+    return (
+        int(s.policy),
+        s.kv_blocks,
+        max(s.block_tokens, 1),
+        s.max_seqs,
+        s.max_batched_tokens,
+        max(s.ubatch_tokens, 1),
+        s.slot_tokens,
+    )
+
+
 def serve(
     server: Server,
     arrival: Array,
@@ -115,19 +129,12 @@ def serve(
     queued = np.zeros(bins)
     counters = np.zeros(4, np.int64)
     sums = np.zeros(8)
-    experts = expert_reads(c, max(s.max_batched_tokens, 1))
     stop = kernel.serve(
-        int(s.policy),
-        s.kv_blocks,
-        max(s.block_tokens, 1),
-        s.max_seqs,
-        s.max_batched_tokens,
-        max(s.ubatch_tokens, 1),
-        s.slot_tokens,
+        *loop_args(server),
         server.queue_depth,
         server.max_wait_s,
         pack(c),
-        experts,
+        expert_reads(c, max(s.max_batched_tokens, 1)),
         arr,
         prompt,
         output,
