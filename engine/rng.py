@@ -22,22 +22,27 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+from backpressure.engine.sim.jit import compiled
 
 MASK32 = 0xFFFFFFFF
 GOLDEN_GAMMA = 0x6D2B79F5
 TWO_POW_32 = 4294967296.0
 
 
-def _imul(a: int, b: int) -> int:
-    """Low 32 bits of ``a * b``, as JavaScript's ``Math.imul`` (unsigned view)."""
-    return (a * b) & MASK32
-
-
 def _hash(state: int) -> float:
+    """The draw for counter ``state``.
+
+    ``(a * b) & MASK32`` is ``Math.imul``'s low 32 bits. Compiled, the 64-bit
+    product of two 32-bit values wraps, and its low 32 bits are still exact.
+    """
     t = state
-    t = _imul(t ^ (t >> 15), t | 1)
-    t ^= (t + _imul(t ^ (t >> 7), t | 61)) & MASK32
+    t = ((t ^ (t >> 15)) * (t | 1)) & MASK32
+    t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & MASK32)) & MASK32
     return ((t ^ (t >> 14)) & MASK32) / TWO_POW_32
+
+
+# the draw for one counter, for compiled loops (engine/serving/breaking.py: Epochs)
+draw_at = compiled(_hash, "always")
 
 
 class Mulberry32:

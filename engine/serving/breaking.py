@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from backpressure.engine.rng import GOLDEN_GAMMA, MASK32, TWO_POW_32, Mulberry32
+from backpressure.engine.rng import GOLDEN_GAMMA, MASK32, Mulberry32, draw_at
 from backpressure.engine.serving.fused import (
     BOUND_S,
     BUSY_S,
@@ -201,17 +201,12 @@ def _draw_py(state: int, last: float, out: Any) -> int:  # pragma: no cover - co
 
     Step for step what :func:`gaps` and a running sum do (:mod:`backpressure.engine.rng`,
     :func:`backpressure.engine.sim.libm.ln`), one draw at a time: the same
-    operations in the same order, so the same bits. Products of two 32-bit
-    values wrap in 64 bits, and their low 32 bits, all that is kept, are exact.
+    operations in the same order, so the same bits.
     """
     total = last
     for i in range(out.shape[0]):
         state = (state + GOLDEN_GAMMA) & MASK32
-        t = state
-        t = ((t ^ (t >> 15)) * (t | 1)) & MASK32
-        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & MASK32)) & MASK32
-        u = ((t ^ (t >> 14)) & MASK32) / TWO_POW_32
-        total = total + -ln_scalar(1.0 - u)
+        total = total + -ln_scalar(1.0 - draw_at(state))
         out[i] = total
     return state
 
